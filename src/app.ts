@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import { registerAuth } from './http/auth.ts';
+import { registerErrorHandling } from './http/error-handler.ts';
+import { registerOpenApiConventions, swaggerOptions } from './http/openapi.ts';
+import { ProblemSchema } from './http/schemas.ts';
+import { createValidatorCompiler } from './http/validation.ts';
+import { agentsRoutes } from './modules/agents/agents.routes.ts';
+import { devJwksRoutes } from './modules/identity/identity.routes.ts';
+import { systemRoutes } from './modules/system/system.routes.ts';
+import { workflowsRoutes } from './modules/workflows/workflows.routes.ts';
+import { workspacesRoutes } from './modules/workspaces/workspaces.routes.ts';
+import type { Services } from './services.ts';
+
+export interface AppOptions {
+  /** Where log lines go; standard output by default. Tests pass a stream to read them. */
+  logStream?: NodeJS.WritableStream;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Paths in logged data that may hold secrets; pino replaces their values. */
+const REDACT = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers.cookie',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  '*.password',
+  '*.token',
+  '*.key',
+  '*.secret',
+];
+
+/** Builds the Fastify application without listening, so tests can `inject()` into it. */
+export async function buildApp(services: Services, options: AppOptions = {}) {
+  const { config } = services;
+  const logger: FastifyServerOptions['logger'] = {
+    level: config.logLevel,
+    redact: { paths: REDACT, censor: '[redacted]' },
+    ...(options.logStream ? { stream: options.logStream } : {}),
+  };
+  const app = Fastify({
+    logger,
+    bodyLimit: config.bodyLimit,
+    disableRequestLogging: true,
+    requestIdHeader: false,
+    requestIdLogLabel: 'request_id',
+    genReqId: (request) => {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req-${randomUUID()}`;
+    },
+    ajv: { customOptions: {} },
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(createValidatorCompiler());
+  // The API speaks JSON only: anything else is 415 rather than a string body.
+  app.removeContentTypeParser('text/plain');
+  app.addSchema(ProblemSchema);
+  registerErrorHandling(app, config.bodyLimit);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: request.url,
+        status: reply.statusCode,
+        duration_ms: Math.round(reply.elapsedTime * 100) / 100,
+        user_id: request.userId || undefined,
+        workspace_id: request.caller?.workspaceId,
+      },
+      'request completed',
+    );
+  });
+  registerAuth(app, {
+    verifyToken: services.verifyToken,
+    findMembership: services.workspaces.findMembership,
+    resolveApiKey: services.workspaces.resolveApiKey,
+  });
+
+  registerOpenApiConventions(app);
+  await app.register(swagger, swaggerOptions(config.auth.mode));
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
+  await app.register(
+    async (api) => {
+      await api.register(systemRoutes, { system: services.system });
+      await api.register(workspacesRoutes, { workspaces: services.workspaces });
+      await api.register(agentsRoutes, { agents: services.agents });
+      await api.register(workflowsRoutes, { workflows: services.workflows });
+    },
+    { prefix: '/api' },
+  );
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

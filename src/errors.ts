@@ -1,0 +1,45 @@
+/** One invalid input, named by where it came from: `body.name`, `query.limit`, `params.id`. */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/**
+ * The one error type the service raises on purpose. `code` is stable and documented
+ * (clients switch on it); only `http/error-handler.ts` turns it into an HTTP response.
+ */
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly errors?: FieldError[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+}
+
+export const notFound = (what: string, id?: string | number): AppError =>
+  new AppError(
+    404,
+    `${what.replaceAll(' ', '_')}_not_found`,
+    id === undefined ? `${what} not found` : `${what} ${id} not found`,
+  );
+
+export const invalid = (field: string, message: string): AppError =>
+  new AppError(400, 'validation_failed', `${field} ${message}`, [{ field, message }]);
+
+export const conflict = (code: string, message: string): AppError => new AppError(409, code, message);
+
+export const forbidden = (code: string, message: string): AppError => new AppError(403, code, message);
+
+/** 401 with the `WWW-Authenticate` challenge RFC 6750 asks for. */
+export const unauthorized = (
+  message: string,
+  error: 'invalid_request' | 'invalid_token' = 'invalid_token',
+): AppError =>
+  new AppError(401, 'unauthorized', message, undefined, {
+    'WWW-Authenticate': `Bearer realm="api", error="${error}", error_description="${message.replaceAll('"', "'")}"`,
+  });

@@ -1,0 +1,107 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, type FieldError } from '../errors.ts';
+import { toFieldErrors } from './validation.ts';
+
+/** RFC 9457 problem details, plus the stable `code` and the `request_id` of this service. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  request_id: string;
+  errors?: FieldError[];
+}
+
+/** Maps anything thrown into a problem. Unknown errors become a bare 500 with no internals. */
+export function toProblem(
+  error: unknown,
+  requestId: string,
+  bodyLimit: number,
+): { problem: Problem; headers?: Record<string, string> } {
+  const make = (status: number, code: string, detail: string, errors?: FieldError[]): Problem => ({
+    type: 'about:blank',
+    title: STATUS_CODES[status] ?? 'Error',
+    status,
+    detail,
+    code,
+    request_id: requestId,
+    ...(errors && errors.length > 0 ? { errors } : {}),
+  });
+
+  if (error instanceof AppError) {
+    return { problem: make(error.status, error.code, error.message, error.errors), headers: error.headers };
+  }
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    const errors = toFieldErrors(fastifyError.validation as never, fastifyError.validationContext ?? 'body');
+    const detail = errors.map((e) => `${e.field} ${e.message}`).join('; ');
+    return { problem: make(400, 'validation_failed', detail, errors) };
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return {
+        problem: make(400, 'invalid_json', 'body is not valid JSON', [
+          { field: 'body', message: 'is not valid JSON' },
+        ]),
+      };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return {
+        problem: make(
+          400,
+          'validation_failed',
+          'body must not be empty when Content-Type is application/json',
+          [{ field: 'body', message: 'must not be empty' }],
+        ),
+      };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return {
+        problem: make(413, 'payload_too_large', `body is larger than the limit of ${bodyLimit} bytes`, [
+          { field: 'body', message: `must be at most ${bodyLimit} bytes` },
+        ]),
+      };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return {
+        problem: make(415, 'unsupported_media_type', 'Content-Type must be application/json', [
+          { field: 'headers.content-type', message: 'must be application/json' },
+        ]),
+      };
+  }
+  const status = fastifyError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return { problem: make(status, 'bad_request', fastifyError.message) };
+  }
+  return {
+    problem: make(
+      500,
+      'internal_error',
+      'an unexpected error occurred; quote the request_id when reporting it',
+    ),
+  };
+}
+
+function sendProblem(reply: FastifyReply, problem: Problem, headers?: Record<string, string>): FastifyReply {
+  if (headers) reply.headers(headers);
+  return reply.status(problem.status).type('application/problem+json').send(problem);
+}
+
+/** Installs the one place where errors turn into HTTP responses, including unknown routes. */
+export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
+  app.setErrorHandler((error, request: FastifyRequest, reply) => {
+    const { problem, headers } = toProblem(error, request.id, bodyLimit);
+    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendProblem(reply, problem, headers);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const problem: Problem = {
+      type: 'about:blank',
+      title: 'Not Found',
+      status: 404,
+      detail: `no route for ${request.method} ${request.url.split('?')[0]}`,
+      code: 'route_not_found',
+      request_id: request.id,
+    };
+    return sendProblem(reply, problem);
+  });
+}

@@ -1,0 +1,59 @@
+import { type TSchema, Type } from 'typebox';
+
+/** The shared problem-details schema, registered once and referenced by every route. */
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String({ description: 'stable machine-readable error code' }),
+    request_id: Type.String(),
+    errors: Type.Optional(
+      Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), {
+        description: 'per-field validation failures',
+      }),
+    ),
+  },
+  { $id: 'Problem', description: 'RFC 9457 problem details' },
+);
+
+/** A string enum as plain JSON Schema `enum`, which gives one clear validation message. */
+export const StringEnum = <const T extends readonly string[]>(
+  values: T,
+  options: Record<string, unknown> = {},
+) => Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+
+export const Uuid = (options: Record<string, unknown> = {}) => Type.String({ format: 'uuid', ...options });
+
+export const IdParams = Type.Object({ id: Uuid() });
+
+/** An ISO 8601 UTC timestamp in responses; the serializer formats Date values. */
+export const Timestamp = (options: Record<string, unknown> = {}) =>
+  Type.Unsafe<Date | string>({ type: 'string', format: 'date-time', ...options });
+
+/** Standard list query: `limit` 1..200 (default 50), `offset` from 0. */
+export const PageQuery = {
+  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'page size, 1 to 200' }),
+  offset: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0, description: 'items to skip' }),
+};
+
+/** Every list answers `{items, total, limit, offset}`. */
+export const Page = <T extends TSchema>(item: T) =>
+  Type.Object({
+    items: Type.Array(item),
+    total: Type.Integer(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  });
+
+export const Tags = () =>
+  Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true, default: [] });
+
+export const ToolRef = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 255 }),
+    config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: false },
+);

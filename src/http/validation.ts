@@ -1,0 +1,73 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldError } from '../errors.ts';
+
+// ajv-formats ships CommonJS with a default export that NodeNext sees one level down.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+function createAjv(coerceTypes: boolean | 'array'): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    coerceTypes,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: false,
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+/**
+ * Bodies are JSON, so a string where a number belongs is the client's mistake and is
+ * rejected; query strings, path parameters and headers are text by nature and coerced.
+ */
+export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
+  const strict = createAjv(false);
+  const coercing = createAjv('array');
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+}
+
+const PART_NAMES: Record<string, string> = {
+  querystring: 'query',
+  params: 'params',
+  headers: 'headers',
+  body: 'body',
+};
+
+/** Turns Ajv's errors into one `{field, message}` per field, named as the client sent it. */
+export function toFieldErrors(errors: ErrorObject[], context: string): FieldError[] {
+  const part = PART_NAMES[context] ?? context;
+  const seen = new Map<string, FieldError>();
+  for (const error of errors) {
+    const pointer = error.instancePath
+      .split('/')
+      .slice(1)
+      .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+    let message = error.message ?? 'is invalid';
+    switch (error.keyword) {
+      case 'required':
+        pointer.push(String(error.params.missingProperty));
+        message = 'is required';
+        break;
+      case 'additionalProperties':
+        pointer.push(String(error.params.additionalProperty));
+        message = 'is not an allowed field';
+        break;
+      case 'enum':
+        message = `must be one of: ${(error.params.allowedValues as unknown[]).join(', ')}`;
+        break;
+      case 'format':
+        message = `must be a valid ${error.params.format === 'uuid' ? 'UUID' : error.params.format}`;
+        break;
+      case 'anyOf':
+      case 'oneOf':
+        message = 'does not match any allowed form';
+        break;
+    }
+    const field = [part, ...pointer].join('.');
+    // The first error per field is the most specific; anyOf summaries come last.
+    if (!seen.has(field)) seen.set(field, { field, message });
+  }
+  return [...seen.values()];
+}

@@ -1,0 +1,87 @@
+import { and, count, desc, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { hasTag, matchesText, toPage, totalCount } from '../../db/queries.ts';
+import { agents, workflows } from '../../db/schema.ts';
+import type { AgentStatus } from '../../lib/statuses.ts';
+
+export type AgentRow = typeof agents.$inferSelect;
+export type NewAgent = Omit<typeof agents.$inferInsert, 'id' | 'created_at' | 'updated_at'>;
+export type AgentChanges = Partial<Omit<NewAgent, 'workspace_id' | 'created_by'>>;
+
+/** Filters of the agent list; every one is optional. */
+export interface AgentFilter {
+  q?: string;
+  status?: AgentStatus;
+  tag?: string;
+  limit: number;
+  offset: number;
+}
+
+/** Data access for agents; every method is scoped by workspace id. */
+export function createAgentsRepository(db: Db) {
+  const byId = (workspaceId: string, id: string) =>
+    and(eq(agents.workspace_id, workspaceId), eq(agents.id, id));
+
+  return {
+    async insert(values: NewAgent): Promise<AgentRow> {
+      const [row] = await db.insert(agents).values(values).returning();
+      if (!row) throw new Error('agent insert returned nothing');
+      return row;
+    },
+
+    async find(workspaceId: string, id: string): Promise<AgentRow | undefined> {
+      const [row] = await db.select().from(agents).where(byId(workspaceId, id));
+      return row;
+    },
+
+    /** Newest first, then by id, so pages are stable while rows are added. */
+    async list(workspaceId: string, filter: AgentFilter) {
+      const conditions: (SQL | undefined)[] = [eq(agents.workspace_id, workspaceId)];
+      if (filter.q) conditions.push(matchesText(filter.q, agents.name, agents.description));
+      if (filter.status) conditions.push(eq(agents.status, filter.status));
+      if (filter.tag) conditions.push(hasTag(agents.tags, filter.tag));
+      const where = and(...conditions);
+      const rows = await db
+        .select({ ...getTableColumns(agents), total: totalCount() })
+        .from(agents)
+        .where(where)
+        .orderBy(desc(agents.created_at), desc(agents.id))
+        .limit(filter.limit)
+        .offset(filter.offset);
+      return toPage(rows, filter.offset, async () => {
+        const [result] = await db.select({ value: count() }).from(agents).where(where);
+        return result?.value ?? 0;
+      });
+    },
+
+    async update(workspaceId: string, id: string, changes: AgentChanges): Promise<AgentRow | undefined> {
+      const [row] = await db
+        .update(agents)
+        .set({ ...changes, updated_at: sql`now()` })
+        .where(byId(workspaceId, id))
+        .returning();
+      return row;
+    },
+
+    /**
+     * Deletes the agent and takes it out of every workflow of the workspace in one
+     * transaction. Deleting first locks the row, so a workflow being saved with this
+     * agent either commits before (and is cleaned here) or fails its existence check.
+     */
+    async delete(workspaceId: string, id: string): Promise<boolean> {
+      return db.transaction(async (tx) => {
+        const deleted = await tx.delete(agents).where(byId(workspaceId, id)).returning({ id: agents.id });
+        if (deleted.length === 0) return false;
+        await tx
+          .update(workflows)
+          .set({ agents: sql`array_remove(${workflows.agents}, ${id}::uuid)`, updated_at: sql`now()` })
+          .where(
+            and(eq(workflows.workspace_id, workspaceId), sql`${workflows.agents} @> ARRAY[${id}]::uuid[]`),
+          );
+        return true;
+      });
+    },
+  };
+}
+
+export type AgentsRepository = ReturnType<typeof createAgentsRepository>;

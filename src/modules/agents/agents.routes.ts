@@ -1,0 +1,95 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { IdParams } from '../../http/schemas.ts';
+import {
+  AgentPage,
+  AgentSchema,
+  CreateAgentBody,
+  ListAgentsQuery,
+  UpdateAgentBody,
+} from './agents.schemas.ts';
+import type { AgentsService } from './agents.service.ts';
+
+const tags = ['Agents'];
+
+/** CRUD for agents. */
+export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> = async (app, { agents }) => {
+  app.get(
+    '/agents',
+    {
+      schema: {
+        tags,
+        summary: 'List agents',
+        description:
+          'Agents of the current workspace, newest first. Filters: q (name or description, case-insensitive), status, tag, tenant_id.',
+        querystring: ListAgentsQuery,
+        response: { 200: AgentPage },
+      },
+    },
+    async (request) => {
+      const page = await agents.list(request.caller, request.query);
+      return { ...page, limit: request.query.limit, offset: request.query.offset };
+    },
+  );
+
+  app.get(
+    '/agents/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get an agent',
+        description: 'One agent of the current workspace; another workspace’s agent is 404.',
+        params: IdParams,
+        response: { 200: AgentSchema },
+      },
+    },
+    async (request) => agents.get(request.caller, request.params.id),
+  );
+
+  app.post(
+    '/agents',
+    {
+      schema: {
+        tags,
+        summary: 'Create an agent',
+        description: 'Creates an agent; name and model are required. Status defaults to Idle.',
+        body: CreateAgentBody,
+        response: { 201: AgentSchema },
+      },
+    },
+    async (request, reply) => reply.status(201).send(await agents.create(request.caller, request.body)),
+  );
+
+  app.put(
+    '/agents/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update an agent',
+        description: 'Partial update: only the fields sent change; updated_at is refreshed.',
+        params: IdParams,
+        body: UpdateAgentBody,
+        response: { 200: AgentSchema },
+      },
+    },
+    async (request) => agents.update(request.caller, request.params.id, request.body),
+  );
+
+  app.delete(
+    '/agents/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete an agent',
+        description:
+          'Deletes the agent and removes it from every workflow that lists it, in one transaction.',
+        params: IdParams,
+        response: { 204: Type.Null() },
+      },
+    },
+    async (request, reply) => {
+      await agents.delete(request.caller, request.params.id);
+      return reply.status(204).send(null);
+    },
+  );
+};

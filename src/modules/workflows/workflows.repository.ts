@@ -1,0 +1,113 @@
+import { and, count, desc, eq, getTableColumns, inArray, type SQL, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { hasTag, matchesText, toPage, totalCount } from '../../db/queries.ts';
+import { agents, workflows } from '../../db/schema.ts';
+import type { WorkflowStatus } from '../../lib/statuses.ts';
+
+export type WorkflowRow = typeof workflows.$inferSelect;
+export type NewWorkflow = Omit<typeof workflows.$inferInsert, 'id' | 'created_at' | 'updated_at'>;
+export type WorkflowChanges = Partial<Omit<NewWorkflow, 'workspace_id' | 'created_by'>>;
+
+export interface WorkflowFilter {
+  q?: string;
+  status?: WorkflowStatus;
+  tag?: string;
+  is_template?: boolean;
+  limit: number;
+  offset: number;
+}
+
+/** Positions in `agents` that name no agent of the workspace. */
+export type MissingAgents = { missing: number[] };
+
+/** Data access for workflows; every method is scoped by workspace id. */
+export function createWorkflowsRepository(db: Db) {
+  const byId = (workspaceId: string, id: string) =>
+    and(eq(workflows.workspace_id, workspaceId), eq(workflows.id, id));
+
+  /**
+   * Checks that every agent id exists in the workspace and share-locks those agents
+   * until the transaction ends, so none can be deleted between the check and the write.
+   */
+  async function lockAgents(tx: Db, workspaceId: string, ids: string[]): Promise<MissingAgents | undefined> {
+    if (ids.length === 0) return undefined;
+    const found = await tx
+      .select({ id: agents.id })
+      .from(agents)
+      .where(and(eq(agents.workspace_id, workspaceId), inArray(agents.id, [...new Set(ids)])))
+      .for('share');
+    const present = new Set(found.map((row) => row.id));
+    const missing = ids.flatMap((id, index) => (present.has(id) ? [] : [index]));
+    return missing.length > 0 ? { missing } : undefined;
+  }
+
+  return {
+    async insert(values: NewWorkflow): Promise<WorkflowRow | MissingAgents> {
+      return db.transaction(async (tx) => {
+        const missing = await lockAgents(tx, values.workspace_id, values.agents ?? []);
+        if (missing) return missing;
+        const [row] = await tx.insert(workflows).values(values).returning();
+        if (!row) throw new Error('workflow insert returned nothing');
+        return row;
+      });
+    },
+
+    async find(workspaceId: string, id: string): Promise<WorkflowRow | undefined> {
+      const [row] = await db.select().from(workflows).where(byId(workspaceId, id));
+      return row;
+    },
+
+    async list(workspaceId: string, filter: WorkflowFilter) {
+      const conditions: (SQL | undefined)[] = [eq(workflows.workspace_id, workspaceId)];
+      if (filter.q) conditions.push(matchesText(filter.q, workflows.name, workflows.description));
+      if (filter.status) conditions.push(eq(workflows.status, filter.status));
+      if (filter.tag) conditions.push(hasTag(workflows.tags, filter.tag));
+      if (filter.is_template !== undefined) conditions.push(eq(workflows.is_template, filter.is_template));
+      const where = and(...conditions);
+      const rows = await db
+        .select({ ...getTableColumns(workflows), total: totalCount() })
+        .from(workflows)
+        .where(where)
+        .orderBy(desc(workflows.created_at), desc(workflows.id))
+        .limit(filter.limit)
+        .offset(filter.offset);
+      return toPage(rows, filter.offset, async () => {
+        const [result] = await db.select({ value: count() }).from(workflows).where(where);
+        return result?.value ?? 0;
+      });
+    },
+
+    /**
+     * Applies `changes` to the locked current row; `merge` sees that row, so nested
+     * fields (the execution policy) merge without a lost update.
+     */
+    async update(
+      workspaceId: string,
+      id: string,
+      merge: (current: WorkflowRow) => WorkflowChanges,
+    ): Promise<WorkflowRow | MissingAgents | undefined> {
+      return db.transaction(async (tx) => {
+        const [current] = await tx.select().from(workflows).where(byId(workspaceId, id)).for('update');
+        if (!current) return undefined;
+        const changes = merge(current);
+        if (changes.agents) {
+          const missing = await lockAgents(tx, workspaceId, changes.agents);
+          if (missing) return missing;
+        }
+        const [row] = await tx
+          .update(workflows)
+          .set({ ...changes, updated_at: sql`now()` })
+          .where(byId(workspaceId, id))
+          .returning();
+        return row;
+      });
+    },
+
+    async delete(workspaceId: string, id: string): Promise<boolean> {
+      const deleted = await db.delete(workflows).where(byId(workspaceId, id)).returning({ id: workflows.id });
+      return deleted.length > 0;
+    },
+  };
+}
+
+export type WorkflowsRepository = ReturnType<typeof createWorkflowsRepository>;

@@ -1,0 +1,188 @@
+import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { apiKeys, tenants, workspaceMembers, workspaces } from '../../db/schema.ts';
+import type { Role } from '../../lib/roles.ts';
+
+export type MemberRow = typeof workspaceMembers.$inferSelect;
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+
+/** Data access for tenants, workspaces, members and API keys. */
+export function createWorkspacesRepository(db: Db) {
+  return {
+    /** The caller's role and tenant in one round trip; undefined when not a member. */
+    async findMembership(workspaceId: string, userId: string) {
+      const [row] = await db
+        .select({ role: workspaceMembers.role, tenant_id: workspaces.tenant_id })
+        .from(workspaceMembers)
+        .innerJoin(workspaces, eq(workspaces.id, workspaceMembers.workspace_id))
+        .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.user_id, userId)));
+      return row;
+    },
+
+    async findWorkspace(workspaceId: string) {
+      const [row] = await db
+        .select({
+          id: workspaces.id,
+          name: workspaces.name,
+          created_at: workspaces.created_at,
+          tenant_id: tenants.id,
+          tenant_name: tenants.name,
+        })
+        .from(workspaces)
+        .innerJoin(tenants, eq(tenants.id, workspaces.tenant_id))
+        .where(eq(workspaces.id, workspaceId));
+      return row;
+    },
+
+    /** Every workspace the user belongs to, oldest first. */
+    async listWorkspacesOfUser(userId: string) {
+      return db
+        .select({
+          id: workspaces.id,
+          name: workspaces.name,
+          created_at: workspaces.created_at,
+          tenant_id: tenants.id,
+          tenant_name: tenants.name,
+          role: workspaceMembers.role,
+        })
+        .from(workspaceMembers)
+        .innerJoin(workspaces, eq(workspaces.id, workspaceMembers.workspace_id))
+        .innerJoin(tenants, eq(tenants.id, workspaces.tenant_id))
+        .where(eq(workspaceMembers.user_id, userId))
+        .orderBy(asc(workspaces.created_at), asc(workspaces.id));
+    },
+
+    /** Creates a tenant with one workspace owned by `ownerId`, atomically. */
+    async createTenantWithWorkspace(input: { tenantName: string; workspaceName: string; ownerId: string }) {
+      return db.transaction(async (tx) => {
+        const [tenant] = await tx.insert(tenants).values({ name: input.tenantName }).returning();
+        if (!tenant) throw new Error('tenant insert returned nothing');
+        const [workspace] = await tx
+          .insert(workspaces)
+          .values({ tenant_id: tenant.id, name: input.workspaceName })
+          .returning();
+        if (!workspace) throw new Error('workspace insert returned nothing');
+        await tx
+          .insert(workspaceMembers)
+          .values({ workspace_id: workspace.id, user_id: input.ownerId, role: 'owner' });
+        return { ...workspace, tenant_name: tenant.name };
+      });
+    },
+
+    async listMembers(workspaceId: string, page: { limit: number; offset: number }) {
+      const [items, [total]] = await Promise.all([
+        db
+          .select()
+          .from(workspaceMembers)
+          .where(eq(workspaceMembers.workspace_id, workspaceId))
+          .orderBy(asc(workspaceMembers.created_at), asc(workspaceMembers.user_id))
+          .limit(page.limit)
+          .offset(page.offset),
+        db
+          .select({ value: count() })
+          .from(workspaceMembers)
+          .where(eq(workspaceMembers.workspace_id, workspaceId)),
+      ]);
+      return { items, total: total?.value ?? 0 };
+    },
+
+    async findMember(workspaceId: string, userId: string) {
+      const [row] = await db
+        .select()
+        .from(workspaceMembers)
+        .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.user_id, userId)));
+      return row;
+    },
+
+    /** Inserts a member; undefined when the user already is one. */
+    async insertMember(workspaceId: string, userId: string, role: Role) {
+      const [row] = await db
+        .insert(workspaceMembers)
+        .values({ workspace_id: workspaceId, user_id: userId, role })
+        .onConflictDoNothing()
+        .returning();
+      return row;
+    },
+
+    /**
+     * Changes a role or removes a member, unless that leaves the workspace without an
+     * owner. The owners are locked first so two concurrent demotions cannot both pass.
+     */
+    async changeMember(
+      workspaceId: string,
+      userId: string,
+      change: { role: Role } | { remove: true },
+    ): Promise<MemberRow | 'not_found' | 'last_owner' | 'removed'> {
+      return db.transaction(async (tx) => {
+        const owners = await tx
+          .select({ user_id: workspaceMembers.user_id })
+          .from(workspaceMembers)
+          .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.role, 'owner')))
+          .for('update');
+        const [current] = await tx
+          .select()
+          .from(workspaceMembers)
+          .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.user_id, userId)))
+          .for('update');
+        if (!current) return 'not_found';
+        const losesOwner = current.role === 'owner' && ('remove' in change || change.role !== 'owner');
+        if (losesOwner && owners.length <= 1) return 'last_owner';
+        const where = and(
+          eq(workspaceMembers.workspace_id, workspaceId),
+          eq(workspaceMembers.user_id, userId),
+        );
+        if ('remove' in change) {
+          await tx.delete(workspaceMembers).where(where);
+          return 'removed';
+        }
+        const [row] = await tx
+          .update(workspaceMembers)
+          .set({ role: change.role, updated_at: sql`now()` })
+          .where(where)
+          .returning();
+        return row ?? 'not_found';
+      });
+    },
+
+    async insertApiKey(values: typeof apiKeys.$inferInsert) {
+      const [row] = await db.insert(apiKeys).values(values).returning();
+      if (!row) throw new Error('api key insert returned nothing');
+      return row;
+    },
+
+    async listApiKeys(workspaceId: string, page: { limit: number; offset: number }) {
+      const [items, [total]] = await Promise.all([
+        db
+          .select()
+          .from(apiKeys)
+          .where(eq(apiKeys.workspace_id, workspaceId))
+          .orderBy(desc(apiKeys.created_at), desc(apiKeys.id))
+          .limit(page.limit)
+          .offset(page.offset),
+        db.select({ value: count() }).from(apiKeys).where(eq(apiKeys.workspace_id, workspaceId)),
+      ]);
+      return { items, total: total?.value ?? 0 };
+    },
+
+    async findApiKeyByHash(keyHash: string) {
+      const [row] = await db.select().from(apiKeys).where(eq(apiKeys.key_hash, keyHash));
+      return row;
+    },
+
+    async touchApiKey(id: string) {
+      await db.update(apiKeys).set({ last_used_at: sql`now()` }).where(eq(apiKeys.id, id));
+    },
+
+    /** Marks a key revoked; undefined when it is not this workspace's key. */
+    async revokeApiKey(workspaceId: string, id: string) {
+      const [row] = await db
+        .update(apiKeys)
+        .set({ revoked_at: sql`coalesce(${apiKeys.revoked_at}, now())` })
+        .where(and(eq(apiKeys.workspace_id, workspaceId), eq(apiKeys.id, id)))
+        .returning();
+      return row;
+    },
+  };
+}
+
+export type WorkspacesRepository = ReturnType<typeof createWorkspacesRepository>;

@@ -1,0 +1,194 @@
+import { AppError, conflict, forbidden, notFound } from '../../errors.ts';
+import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
+import type { Role } from '../../lib/roles.ts';
+import type { MemberRow, WorkspacesRepository } from './workspaces.repository.ts';
+
+/** The acting member, as the auth layer established it. */
+export interface Actor {
+  userId: string;
+  workspaceId: string;
+  role: Role;
+}
+
+interface Page {
+  limit: number;
+  offset: number;
+}
+
+const API_KEY_TOUCH_INTERVAL_MS = 60_000;
+
+/** Tenancy: workspaces, their members and roles, and API keys. */
+export function createWorkspacesService(repo: WorkspacesRepository, clock: () => Date = () => new Date()) {
+  return {
+    async findMembership(workspaceId: string, userId: string) {
+      const row = await repo.findMembership(workspaceId, userId);
+      return row ? { tenantId: row.tenant_id, role: row.role } : undefined;
+    },
+
+    /**
+     * The workspace an API key selects. Unknown, revoked and expired keys all answer
+     * undefined, so a caller cannot tell which of them a guessed key was.
+     */
+    async resolveApiKey(key: string) {
+      if (!looksLikeApiKey(key)) return undefined;
+      const row = await repo.findApiKeyByHash(hashApiKey(key));
+      const now = clock();
+      if (!row || row.revoked_at || (row.expires_at && row.expires_at <= now)) return undefined;
+      if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > API_KEY_TOUCH_INTERVAL_MS) {
+        await repo.touchApiKey(row.id);
+      }
+      return { workspaceId: row.workspace_id };
+    },
+
+    async getCurrent(actor: Actor) {
+      const workspace = await repo.findWorkspace(actor.workspaceId);
+      if (!workspace) throw notFound('workspace', actor.workspaceId);
+      return {
+        id: workspace.id,
+        name: workspace.name,
+        created_at: workspace.created_at,
+        tenant: { id: workspace.tenant_id, name: workspace.tenant_name },
+        role: actor.role,
+        user_id: actor.userId,
+      };
+    },
+
+    async listMine(userId: string) {
+      const rows = await repo.listWorkspacesOfUser(userId);
+      return rows.map((row) => ({
+        id: row.id,
+        name: row.name,
+        created_at: row.created_at,
+        tenant: { id: row.tenant_id, name: row.tenant_name },
+        role: row.role,
+      }));
+    },
+
+    /** Creates a new tenant and workspace owned by the caller (self-service sign-up). */
+    async createWorkspace(userId: string, input: { name: string; tenant_name?: string }) {
+      const created = await repo.createTenantWithWorkspace({
+        tenantName: input.tenant_name ?? input.name,
+        workspaceName: input.name,
+        ownerId: userId,
+      });
+      return {
+        id: created.id,
+        name: created.name,
+        created_at: created.created_at,
+        tenant: { id: created.tenant_id, name: created.tenant_name },
+        role: 'owner' as const,
+      };
+    },
+
+    /**
+     * Development bootstrap: the first workspace the user belongs to, created with its
+     * own tenant when the user has none. Idempotent, so every start may call it.
+     */
+    async ensureDefaultWorkspace(userId: string) {
+      const [existing] = await repo.listWorkspacesOfUser(userId);
+      if (existing) return { id: existing.id, tenant_id: existing.tenant_id };
+      const created = await repo.createTenantWithWorkspace({
+        tenantName: 'Default tenant',
+        workspaceName: 'Default workspace',
+        ownerId: userId,
+      });
+      return { id: created.id, tenant_id: created.tenant_id };
+    },
+
+    listMembers: (actor: Actor, page: Page) => repo.listMembers(actor.workspaceId, page),
+
+    async addMember(actor: Actor, input: { user_id: string; role: Role }) {
+      assertMayAssign(actor, input.role);
+      const row = await repo.insertMember(actor.workspaceId, input.user_id, input.role);
+      if (!row)
+        throw conflict('member_exists', `user ${input.user_id} is already a member of this workspace`);
+      return row;
+    },
+
+    async changeRole(actor: Actor, userId: string, role: Role) {
+      assertMayAssign(actor, role);
+      const target = await repo.findMember(actor.workspaceId, userId);
+      if (!target) throw notFound('member', userId);
+      assertMayAssign(actor, target.role);
+      const result = await repo.changeMember(actor.workspaceId, userId, { role });
+      if (typeof result === 'string') throw memberError(result, userId);
+      return result;
+    },
+
+    async removeMember(actor: Actor, userId: string) {
+      const target = await repo.findMember(actor.workspaceId, userId);
+      if (!target) throw notFound('member', userId);
+      assertMayAssign(actor, target.role);
+      const result = await repo.changeMember(actor.workspaceId, userId, { remove: true });
+      if (result !== 'removed') throw memberError(result, userId);
+    },
+
+    /** Creates a key; the only time the full key is ever returned. */
+    async createApiKey(actor: Actor, input: { name: string; expires_at?: string }) {
+      const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
+      if (expiresAt && expiresAt <= clock()) {
+        throw new AppError(400, 'validation_failed', 'body.expires_at must be in the future', [
+          { field: 'body.expires_at', message: 'must be in the future' },
+        ]);
+      }
+      const minted = mintApiKey();
+      const row = await repo.insertApiKey({
+        workspace_id: actor.workspaceId,
+        name: input.name,
+        prefix: minted.prefix,
+        key_hash: minted.hash,
+        created_by: actor.userId,
+        expires_at: expiresAt,
+      });
+      return { ...presentApiKey(row), key: minted.key };
+    },
+
+    async listApiKeys(actor: Actor, page: Page) {
+      const { items, total } = await repo.listApiKeys(actor.workspaceId, page);
+      return { items: items.map(presentApiKey), total };
+    },
+
+    async revokeApiKey(actor: Actor, id: string) {
+      const row = await repo.revokeApiKey(actor.workspaceId, id);
+      if (!row) throw notFound('api key', id);
+    },
+  };
+}
+
+export type WorkspacesService = ReturnType<typeof createWorkspacesService>;
+
+/** Only owners may grant, change or take away the owner role. */
+function assertMayAssign(actor: Actor, role: Role): void {
+  if (role === 'owner' && actor.role !== 'owner') {
+    throw forbidden('insufficient_role', 'only an owner can grant, change or remove the owner role');
+  }
+}
+
+function memberError(result: 'not_found' | 'last_owner' | 'removed' | MemberRow, userId: string): AppError {
+  if (result === 'last_owner') {
+    return conflict(
+      'last_owner',
+      'a workspace must keep at least one owner; make another member owner first',
+    );
+  }
+  return notFound('member', userId);
+}
+
+function presentApiKey(row: Awaited<ReturnType<WorkspacesRepository['insertApiKey']>>) {
+  const now = Date.now();
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    created_by: row.created_by,
+    created_at: row.created_at,
+    expires_at: row.expires_at,
+    revoked_at: row.revoked_at,
+    last_used_at: row.last_used_at,
+    status: row.revoked_at
+      ? ('revoked' as const)
+      : row.expires_at && row.expires_at.getTime() <= now
+        ? ('expired' as const)
+        : ('active' as const),
+  };
+}

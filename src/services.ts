@@ -1,0 +1,37 @@
+import type { JWK } from 'jose';
+import type { Config } from './config.ts';
+import type { Database } from './db/client.ts';
+import { createAgentsRepository } from './modules/agents/agents.repository.ts';
+import { createAgentsService } from './modules/agents/agents.service.ts';
+import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
+import { createTokenVerifier } from './modules/identity/token-verifier.ts';
+import { createSystemService } from './modules/system/system.service.ts';
+import { createWorkflowsRepository } from './modules/workflows/workflows.repository.ts';
+import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
+import { createWorkspacesRepository } from './modules/workspaces/workspaces.repository.ts';
+import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
+
+/** Everything the HTTP layer and the commands use, wired in dependency order. */
+export async function createServices(config: Config, database: Database) {
+  const devKey: DevSigningKey | undefined =
+    config.auth.mode === 'dev' ? await loadDevSigningKey(config.dataDir) : undefined;
+  const devJwks: { keys: JWK[] } | undefined = devKey ? { keys: [devKey.publicJwk] } : undefined;
+
+  return {
+    config,
+    database,
+    devKey,
+    devJwks,
+    verifyToken: createTokenVerifier(config.auth, devJwks),
+    workspaces: createWorkspacesService(createWorkspacesRepository(database.db)),
+    agents: createAgentsService(createAgentsRepository(database.db)),
+    workflows: createWorkflowsService(createWorkflowsRepository(database.db)),
+    system: createSystemService({
+      pingDatabase: database.ping,
+      databaseKind: database.kind,
+      startedAt: new Date(),
+    }),
+  };
+}
+
+export type Services = Awaited<ReturnType<typeof createServices>>;
