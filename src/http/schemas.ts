@@ -48,7 +48,7 @@ export const Page = <T extends TSchema>(item: T) =>
   });
 
 export const Tags = () =>
-  Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true, default: [] });
+  Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true });
 
 export const ToolRef = Type.Object(
   {

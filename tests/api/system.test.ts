@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
+
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t.close());
+
+describe('health', () => {
+  it('serves a public liveness probe with no details', async () => {
+    const response = await t.app.inject({ method: 'GET', url: '/api/health' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ status: 'ok' });
+  });
+
+  it('reports components behind authentication', async () => {
+    expect((await t.app.inject({ method: 'GET', url: '/api/system/health' })).statusCode).toBe(401);
+    const response = await t.app.inject({
+      method: 'GET',
+      url: '/api/system/health',
+      headers: t.owner.headers,
+    });
+    expect(response.statusCode).toBe(200);
+    const report = response.json();
+    expect(report.status).toBe('Operational');
+    expect(report.components.map((c: { name: string; status: string }) => [c.name, c.status])).toEqual([
+      ['API', 'up'],
+      ['Database', 'up'],
+      ['Redis', 'not_configured'],
+      ['Vector Search', 'not_configured'],
+      ['LLM Providers', 'not_configured'],
+    ]);
+    expect(report.uptime_seconds).toBeGreaterThanOrEqual(0);
+  });
+
+  it('reports Down with 503 when the database does not answer', async () => {
+    const { createSystemService } = await import('../../src/modules/system/system.service.ts');
+    const system = createSystemService({
+      pingDatabase: () => Promise.reject(new Error('connection refused')),
+      databaseKind: 'postgres',
+      startedAt: new Date(Date.now() - 5000),
+    });
+    const report = await system.health();
+    expect(report.status).toBe('Down');
+    expect(report.components[1]).toMatchObject({ name: 'Database', status: 'down', detail: 'query failed' });
+  });
+});
+
+describe('OpenAPI', () => {
+  it('documents every route with a summary, description, tags and the shared errors', async () => {
+    const response = await t.app.inject({ method: 'GET', url: '/docs/json' });
+    expect(response.statusCode).toBe(200);
+    const doc = response.json();
+    expect(doc.components.schemas.Problem).toBeDefined();
+    expect(Object.keys(doc.components.securitySchemes)).toEqual(['bearer', 'workspace', 'apiKey']);
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(
+      ([path, methods]) => Object.entries(methods).map(([method, op]) => ({ path, method, op })),
+    );
+    const apiOperations = operations.filter((o) => o.path.startsWith('/api/'));
+    expect(apiOperations.length).toBeGreaterThanOrEqual(20);
+    for (const { path, method, op } of apiOperations) {
+      expect(op.summary, `${method} ${path} summary`).toBeTruthy();
+      expect(op.description, `${method} ${path} description`).toBeTruthy();
+      expect(op.tags?.length, `${method} ${path} tags`).toBeGreaterThan(0);
+      expect(op.responses['4XX'], `${method} ${path} 4XX`).toBeDefined();
+    }
+    expect(doc.paths['/api/health'].get.security).toEqual([]);
+  });
+
+  it('serves the interactive docs without authentication', async () => {
+    const response = await t.app.inject({ method: 'GET', url: '/docs/' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toContain('text/html');
+  });
+});
