@@ -24,13 +24,14 @@ describe('scheme A: bearer token + X-Workspace-ID', () => {
   });
 
   it('answers 401 with WWW-Authenticate for a missing or malformed Authorization header', async () => {
-    for (const headers of [
+    const cases: Record<string, string>[] = [
       { 'x-workspace-id': alice.workspaceId },
       { authorization: 'Basic abc', 'x-workspace-id': alice.workspaceId },
       { authorization: 'Bearer', 'x-workspace-id': alice.workspaceId },
       { authorization: 'Bearer not a token', 'x-workspace-id': alice.workspaceId },
       { authorization: 'Bearer abc.def.ghi', 'x-workspace-id': alice.workspaceId },
-    ]) {
+    ];
+    for (const headers of cases) {
       const response = await get(headers);
       expect(response.statusCode).toBe(401);
       expect(response.headers['www-authenticate']).toMatch(/^Bearer realm="api"/);
