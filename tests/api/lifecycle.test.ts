@@ -1,0 +1,175 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/client.ts';
+import { DirectoryLockedError } from '../../src/db/lock.ts';
+import { buildAgent } from '../helpers/factories.ts';
+import {
+  createTestApp,
+  createTestDatabaseEnv,
+  onPostgres,
+  type TestDatabaseEnv,
+} from '../helpers/test-app.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+/** Runs a TypeScript entry point as its own process, the way npm scripts do. */
+function run(script: string, args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, exited, output: () => ({ stdout, stderr }) };
+}
+
+async function until<T>(probe: () => T | undefined, what: string, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const value = probe();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('persistence', () => {
+  it('keeps data across a restart', async () => {
+    const env = await createTestDatabaseEnv();
+    const first = await createTestApp({ reuse: env });
+    const agent = await buildAgent(first, first.owner, { name: 'Survivor' });
+    await first.close({ keep: true });
+    const second = await createTestApp({ reuse: env });
+    try {
+      const response = await second.app.inject({
+        method: 'GET',
+        url: `/api/agents/${agent.id}`,
+        headers: second.owner.headers,
+      });
+      expect(response.statusCode).toBe(200);
+      expect(response.json().name).toBe('Survivor');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it.skipIf(onPostgres)(
+    'refuses a second opener of the same PGlite directory with a clear message',
+    async () => {
+      const env = await createTestDatabaseEnv();
+      cleanups.push(env.drop);
+      const config = loadConfig(env.env);
+      const held = await openDatabase(config.database);
+      try {
+        const error = await openDatabase(config.database).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(DirectoryLockedError);
+        expect((error as Error).message).toContain(`in use by process ${process.pid}`);
+      } finally {
+        await held.close();
+      }
+      const reopened = await openDatabase(config.database);
+      await reopened.close();
+    },
+  );
+});
+
+describe('the service process and npm run dev-token', () => {
+  let env: TestDatabaseEnv;
+  let server: ReturnType<typeof run> | undefined;
+  afterAll(() => {
+    server?.child.kill('SIGKILL');
+  });
+
+  const devToken = async (...args: string[]) => {
+    const cli = run('src/cli/dev-token.ts', args, env.env);
+    const code = await cli.exited;
+    expect(code, cli.output().stderr).toBe(0);
+    const lines = cli.output().stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    return JSON.parse(lines[0] as string) as { token: string; workspace_id: string; user_id: string };
+  };
+
+  it('works while the service is stopped, runs, and shuts down gracefully', async () => {
+    env = await createTestDatabaseEnv();
+    cleanups.push(env.drop);
+
+    const stopped = await devToken();
+    expect(stopped.user_id).toBe('dev-user');
+    const bob = await devToken('--user', 'bob', '--new-workspace');
+    expect(bob.workspace_id).not.toBe(stopped.workspace_id);
+
+    server = run('src/main.ts', [], { ...env.env, PORT: '0', HOST: '127.0.0.1' });
+    const url = await until(() => {
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server?.output().stdout ?? '');
+      return match?.[1];
+    }, 'the service to listen');
+
+    if (!onPostgres) {
+      const second = run('src/main.ts', [], { ...env.env, PORT: '0' });
+      expect(await second.exited).toBe(1);
+      expect(second.output().stderr).toContain('is in use by process');
+    }
+
+    const running = await devToken();
+    expect(running.workspace_id).toBe(stopped.workspace_id);
+    const agents = await fetch(`${url}/api/agents`, {
+      headers: { authorization: `Bearer ${running.token}`, 'x-workspace-id': running.workspace_id },
+    });
+    expect(agents.status).toBe(200);
+    expect(await agents.json()).toMatchObject({ items: [], total: 0 });
+
+    const carol = await devToken('--user', 'carol', '--new-workspace');
+    const current = await fetch(`${url}/api/workspaces/current`, {
+      headers: { authorization: `Bearer ${carol.token}`, 'x-workspace-id': carol.workspace_id },
+    });
+    expect(await current.json()).toMatchObject({ id: carol.workspace_id, role: 'owner', user_id: 'carol' });
+    const bobsWorkspace = await fetch(`${url}/api/workspaces/current`, {
+      headers: { authorization: `Bearer ${bob.token}`, 'x-workspace-id': bob.workspace_id },
+    });
+    expect(bobsWorkspace.status).toBe(200);
+    const intruder = await fetch(`${url}/api/agents`, {
+      headers: { authorization: `Bearer ${carol.token}`, 'x-workspace-id': bob.workspace_id },
+    });
+    expect(intruder.status).toBe(403);
+
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    expect(server.output().stdout).toContain('"msg":"stopped"');
+    expect(fs.existsSync(path.join(env.dataDir, 'pglite.lock'))).toBe(false);
+    server = undefined;
+  });
+});
+
+describe('production mode', () => {
+  it('refuses to start and names every missing variable', async () => {
+    const child = run('src/main.ts', [], { NODE_ENV: 'production' });
+    expect(await child.exited).toBe(1);
+    const { stderr } = child.output();
+    for (const name of [
+      'POSTGRES_DB',
+      'POSTGRES_USER',
+      'POSTGRES_PASSWORD',
+      'POSTGRES_HOST',
+      'OIDC_ISSUER',
+      'OIDC_AUDIENCE',
+      'ENCRYPTION_KEY',
+    ]) {
+      expect(stderr).toContain(name);
+    }
+  });
+});
