@@ -47,7 +47,8 @@ function parseCommandLine(argv: string[]): { file: string; out: string | undefin
   }
   const positiveInteger = (name: string, text: string | undefined): number | undefined => {
     if (text === undefined) return undefined;
-    if (!/^\d+$/.test(text) || Number(text) < 1) throw new UsageError(`--${name} must be an integer >= 1, got ${text}`);
+    if (!/^\d+$/.test(text) || Number(text) < 1)
+      throw new UsageError(`--${name} must be an integer >= 1, got ${text}`);
     return Number(text);
   };
   if (values.closed && values.maximal) throw new UsageError('--closed and --maximal exclude each other');
