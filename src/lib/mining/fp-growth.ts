@@ -257,6 +257,7 @@ class FpGrowthMiner {
   private readonly perfRank: Int32Array;
   private readonly perfLabel: Int32Array;
   private perfTop = 0;
+  private segs = 0;
 
   // Closed and maximal bookkeeping.
   private readonly mark: Int32Array;
@@ -307,6 +308,44 @@ class FpGrowthMiner {
     this.perfLabel = new Int32Array(f + 1);
     this.mark = new Int32Array(f + 1);
     this.maximalByItem = this.mode === MODE_MAXIMAL ? new Array(f) : [];
+  }
+
+  /**
+   * Pass 1 on a tree: walk from each node of `it` to the root, summing conditional supports and keeping
+   * the path so that pass 2 reads it sequentially instead of chasing parents again.
+   */
+  private collectFromTree(base: number, head: number): number {
+    const closed = this.closed;
+    const condSupp = this.condSupp;
+    const condHash = this.condHash;
+    const nodes = this.nodes;
+    const hash = this.nHash;
+    let pathItems = this.pathItems;
+    let cap = pathItems.length;
+    let bp = 0;
+    let segs = 0;
+    for (let n = head; n !== -1; n = nodes[n + LINK] as number) {
+      const c = nodes[n + COUNT] as number;
+      const h = closed ? (hash[n >> 2] as number) : 0;
+      for (let a = nodes[n + PARENT] as number; a !== base; a = nodes[a + PARENT] as number) {
+        const j = nodes[a + ITEM] as number;
+        condSupp[j] = (condSupp[j] as number) + c;
+        if (closed) condHash[j] = ((condHash[j] as number) + h) | 0;
+        if (bp === cap) {
+          this.growPathItems(bp + 1);
+          pathItems = this.pathItems;
+          cap = pathItems.length;
+        }
+        pathItems[bp++] = j;
+      }
+      if (segs === this.segEnd.length) this.growSegments();
+      this.segEnd[segs] = bp;
+      this.segCount[segs] = c;
+      if (closed) this.segHash[segs] = h;
+      segs++;
+    }
+    this.segs = segs;
+    return bp;
   }
 
   /**
@@ -413,8 +452,8 @@ class FpGrowthMiner {
     if (this.closed) this.hHash = grown(this.hHash, needed, this.hTop);
   }
 
-  private growPathItems(): void {
-    this.pathItems = grown(this.pathItems, this.pathItems.length * 2, this.pathItems.length);
+  private growPathItems(needed: number): void {
+    this.pathItems = grown(this.pathItems, needed, this.pathItems.length);
   }
 
   private growSegments(): void {
@@ -450,36 +489,11 @@ class FpGrowthMiner {
         continue;
       }
 
-      // Pass 1: walk from each node of `it` to the root, summing conditional supports and keeping the
-      // path so that pass 2 reads it sequentially instead of chasing parents again.
-      let nodes = this.nodes;
-      const hash = this.nHash;
+      // Pass 1: conditional supports and prefix paths of `it`.
       condSupp.fill(0, 0, it);
       if (closed) condHash.fill(0, 0, it);
-      let pathItems = this.pathItems;
-      let cap = pathItems.length;
-      let bp = 0;
-      let segs = 0;
-      for (let n = this.hLink[hb + it] as number; n !== -1; n = nodes[n + LINK] as number) {
-        const c = nodes[n + COUNT] as number;
-        const h = closed ? (hash[n >> 2] as number) : 0;
-        for (let a = nodes[n + PARENT] as number; a !== base; a = nodes[a + PARENT] as number) {
-          const j = nodes[a + ITEM] as number;
-          condSupp[j] = (condSupp[j] as number) + c;
-          if (closed) condHash[j] = ((condHash[j] as number) + h) | 0;
-          if (bp === cap) {
-            this.growPathItems();
-            pathItems = this.pathItems;
-            cap = pathItems.length;
-          }
-          pathItems[bp++] = j;
-        }
-        if (segs === this.segEnd.length) this.growSegments();
-        this.segEnd[segs] = bp;
-        this.segCount[segs] = c;
-        if (closed) this.segHash[segs] = h;
-        segs++;
-      }
+      const bp = this.collectFromTree(base, this.hLink[hb + it] as number);
+      const segs = this.segs;
 
       // Classify: perfect extensions (support == prefix support), frequent items, the rest.
       const minSupport = this.minSupport;
@@ -515,7 +529,9 @@ class FpGrowthMiner {
         this.ensureNodes((nb >> 2) + bp + 1);
         this.ensureHeaders(chb + newK);
         this.hTop = chb + newK;
-        const single = this.buildConditionalTree(nb, chb, hb, it, segs);
+        const built = this.buildConditionalTree(nb, chb, hb, it, segs);
+        this.nTop = built >> 1;
+        const single = (built & 1) === 1;
         if (single && this.mode === MODE_ALL) {
           this.mineSinglePath(nb, chb, len);
         } else {
@@ -523,7 +539,6 @@ class FpGrowthMiner {
         }
         this.nTop = nb;
         this.hTop = chb;
-        nodes = this.nodes;
       }
       this.perfTop = pBefore;
     }
@@ -533,9 +548,10 @@ class FpGrowthMiner {
   /**
    * Pass 2: inserts the prefix paths kept by pass 1, filtered to frequent non-perfect items, into a new
    * tree at `nb`. Consecutive paths are often alike, so the part shared with the previous path is reused
-   * without a child lookup. Returns whether the tree is a single path.
+   * without a child lookup. Returns the new arena top times two, plus one if the tree is a single path
+   * (one number: a property store after the loop would deoptimise on-stack-replaced code on every call).
    */
-  private buildConditionalTree(nb: number, chb: number, hb: number, it: number, segs: number): boolean {
+  private buildConditionalTree(nb: number, chb: number, hb: number, it: number, segs: number): number {
     const closed = this.closed;
     const map = this.map;
     const condSupp = this.condSupp;
@@ -616,8 +632,7 @@ class FpGrowthMiner {
       }
       prevLen = plen;
     }
-    this.nTop = top;
-    return single;
+    return top * 2 + (single ? 1 : 0);
   }
 
   /**
