@@ -6,6 +6,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify';
 import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerOpenApiConventions, swaggerOptions } from './http/openapi.ts';
+import { RequestLogController } from './http/request-log.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
@@ -46,14 +47,12 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   const app = Fastify({
     logger,
     bodyLimit: config.bodyLimit,
-    disableRequestLogging: true,
+    logController: new RequestLogController(),
     requestIdHeader: false,
-    requestIdLogLabel: 'request_id',
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req-${randomUUID()}`;
     },
-    ajv: { customOptions: {} },
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -65,19 +64,6 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      {
-        method: request.method,
-        url: request.url,
-        status: reply.statusCode,
-        duration_ms: Math.round(reply.elapsedTime * 100) / 100,
-        user_id: request.userId || undefined,
-        workspace_id: request.caller?.workspaceId,
-      },
-      'request completed',
-    );
   });
   registerAuth(app, {
     verifyToken: services.verifyToken,

@@ -1,14 +1,34 @@
-import { type Column, ilike, or, type SQL, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 
-/** Case-insensitive substring match of `q` on any of `columns`, with LIKE wildcards escaped. */
-export function matchesText(q: string, ...columns: Column[]): SQL | undefined {
-  const pattern = `%${q.replace(/[\\%_]/g, '\\$&')}%`;
-  return or(...columns.map((column) => ilike(column, pattern)));
+/** The ILIKE pattern for a substring match of `q`, with LIKE wildcards escaped. */
+export const likePattern = (q: string): string => `%${q.replace(/[\\%_]/g, '\\$&')}%`;
+
+/** Names a prepared-statement variant by which optional filters it has. */
+export const variantKey = (table: string, ...present: unknown[]): string =>
+  `${table}_${present.map((value) => (value === undefined || value === '' ? 0 : 1)).join('')}`;
+
+/**
+ * Prepared statements built lazily, one per variant (combination of optional filters),
+ * and reused for the life of the process.
+ */
+export class PreparedVariants<Input, Statements> {
+  private readonly built = new Map<string, Statements>();
+
+  constructor(
+    private readonly build: (input: Input) => Statements,
+    private readonly keyOf: (input: Input) => string,
+  ) {}
+
+  get(input: Input): Statements {
+    const key = this.keyOf(input);
+    let statements = this.built.get(key);
+    if (!statements) {
+      statements = this.build(input);
+      this.built.set(key, statements);
+    }
+    return statements;
+  }
 }
-
-/** `tags @> ARRAY[tag]`: served by the GIN index on the tags column. */
-export const hasTag = (column: Column, tag: string): SQL => sql`${column} @> ARRAY[${tag}]::text[]`;
-
 /** The total row count of the filtered set, computed alongside the page in one query. */
 export const totalCount = () => sql<number>`count(*) over()`.mapWith(Number);
 

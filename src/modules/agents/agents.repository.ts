@@ -1,6 +1,6 @@
-import { and, count, desc, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
+import { and, count, desc, eq, getTableColumns, ilike, or, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
-import { hasTag, matchesText, toPage, totalCount } from '../../db/queries.ts';
+import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
 import { agents, workflows } from '../../db/schema.ts';
 import type { AgentStatus } from '../../lib/statuses.ts';
 
@@ -22,6 +22,34 @@ export function createAgentsRepository(db: Db) {
   const byId = (workspaceId: string, id: string) =>
     and(eq(agents.workspace_id, workspaceId), eq(agents.id, id));
 
+  // The list is the hottest query: one prepared statement per combination of filters
+  // saves building the SQL and PostgreSQL planning it on every request.
+  const keyOf = (filter: AgentFilter) => variantKey('agents', filter.q, filter.status, filter.tag);
+  const listStatements = new PreparedVariants((filter: AgentFilter) => {
+    const p = (name: string) => sql.placeholder(name);
+    const where = and(
+      eq(agents.workspace_id, p('workspaceId')),
+      filter.q ? or(ilike(agents.name, p('pattern')), ilike(agents.description, p('pattern'))) : undefined,
+      filter.status ? eq(agents.status, p('status')) : undefined,
+      filter.tag ? sql`${agents.tags} @> ARRAY[${p('tag')}]::text[]` : undefined,
+    );
+    return {
+      page: db
+        .select({ ...getTableColumns(agents), total: totalCount() })
+        .from(agents)
+        .where(where)
+        .orderBy(desc(agents.created_at), desc(agents.id))
+        .limit(p('limit'))
+        .offset(p('offset'))
+        .prepare(`${keyOf(filter)}_page`),
+      count: db
+        .select({ value: count() })
+        .from(agents)
+        .where(where)
+        .prepare(`${keyOf(filter)}_count`),
+    };
+  }, keyOf);
+
   return {
     async insert(values: NewAgent): Promise<AgentRow> {
       const [row] = await db.insert(agents).values(values).returning();
@@ -36,20 +64,17 @@ export function createAgentsRepository(db: Db) {
 
     /** Newest first, then by id, so pages are stable while rows are added. */
     async list(workspaceId: string, filter: AgentFilter) {
-      const conditions: (SQL | undefined)[] = [eq(agents.workspace_id, workspaceId)];
-      if (filter.q) conditions.push(matchesText(filter.q, agents.name, agents.description));
-      if (filter.status) conditions.push(eq(agents.status, filter.status));
-      if (filter.tag) conditions.push(hasTag(agents.tags, filter.tag));
-      const where = and(...conditions);
-      const rows = await db
-        .select({ ...getTableColumns(agents), total: totalCount() })
-        .from(agents)
-        .where(where)
-        .orderBy(desc(agents.created_at), desc(agents.id))
-        .limit(filter.limit)
-        .offset(filter.offset);
-      return toPage(rows, filter.offset, async () => {
-        const [result] = await db.select({ value: count() }).from(agents).where(where);
+      const params = {
+        workspaceId,
+        pattern: filter.q ? likePattern(filter.q) : '',
+        status: filter.status ?? '',
+        tag: filter.tag ?? '',
+        limit: filter.limit,
+        offset: filter.offset,
+      };
+      const { page, count } = listStatements.get(filter);
+      return toPage(await page.execute(params), filter.offset, async () => {
+        const [result] = await count.execute(params);
         return result?.value ?? 0;
       });
     },

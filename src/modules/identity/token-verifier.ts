@@ -9,6 +9,7 @@ import {
 } from 'jose';
 import type { AuthConfig } from '../../config.ts';
 import { AppError, unauthorized } from '../../errors.ts';
+import { LruCache } from '../../lib/lru-cache.ts';
 
 /** A verified caller: the token's subject and its claims. */
 export interface VerifiedToken {
@@ -46,7 +47,13 @@ export function createTokenVerifier(
     return keySet;
   };
 
+  // A signature check costs ~0.3 ms of CPU; a token already verified stays valid until
+  // it expires (bearer JWTs cannot be revoked early), so its result is remembered.
+  const verified = new LruCache<string, VerifiedToken>(10_000);
+
   return async (token) => {
+    const known = verified.get(token);
+    if (known) return known;
     let keys: JWTVerifyGetKey;
     try {
       keys = await getKeySet();
@@ -61,7 +68,9 @@ export function createTokenVerifier(
         clockTolerance: 5,
         requiredClaims: ['exp', 'sub'],
       });
-      return { subject: payload.sub as string, claims: payload };
+      const result = { subject: payload.sub as string, claims: payload };
+      verified.set(token, result, (payload.exp as number) * 1000);
+      return result;
     } catch (error) {
       throw mapJoseError(error);
     }

@@ -1,6 +1,6 @@
-import { and, count, desc, eq, getTableColumns, inArray, type SQL, sql } from 'drizzle-orm';
+import { and, count, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
-import { hasTag, matchesText, toPage, totalCount } from '../../db/queries.ts';
+import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
 import { agents, workflows } from '../../db/schema.ts';
 import type { WorkflowStatus } from '../../lib/statuses.ts';
 
@@ -24,6 +24,37 @@ export type MissingAgents = { missing: number[] };
 export function createWorkflowsRepository(db: Db) {
   const byId = (workspaceId: string, id: string) =>
     and(eq(workflows.workspace_id, workspaceId), eq(workflows.id, id));
+
+  // One prepared statement per combination of filters (see the agents repository).
+  const keyOf = (filter: WorkflowFilter) =>
+    variantKey('workflows', filter.q, filter.status, filter.tag, filter.is_template);
+  const listStatements = new PreparedVariants((filter: WorkflowFilter) => {
+    const p = (name: string) => sql.placeholder(name);
+    const where = and(
+      eq(workflows.workspace_id, p('workspaceId')),
+      filter.q
+        ? or(ilike(workflows.name, p('pattern')), ilike(workflows.description, p('pattern')))
+        : undefined,
+      filter.status ? eq(workflows.status, p('status')) : undefined,
+      filter.tag ? sql`${workflows.tags} @> ARRAY[${p('tag')}]::text[]` : undefined,
+      filter.is_template !== undefined ? eq(workflows.is_template, p('isTemplate')) : undefined,
+    );
+    return {
+      page: db
+        .select({ ...getTableColumns(workflows), total: totalCount() })
+        .from(workflows)
+        .where(where)
+        .orderBy(desc(workflows.created_at), desc(workflows.id))
+        .limit(p('limit'))
+        .offset(p('offset'))
+        .prepare(`${keyOf(filter)}_page`),
+      count: db
+        .select({ value: count() })
+        .from(workflows)
+        .where(where)
+        .prepare(`${keyOf(filter)}_count`),
+    };
+  }, keyOf);
 
   /**
    * Checks that every agent id exists in the workspace and share-locks those agents
@@ -57,22 +88,20 @@ export function createWorkflowsRepository(db: Db) {
       return row;
     },
 
+    /** Newest first, then by id, so pages are stable while rows are added. */
     async list(workspaceId: string, filter: WorkflowFilter) {
-      const conditions: (SQL | undefined)[] = [eq(workflows.workspace_id, workspaceId)];
-      if (filter.q) conditions.push(matchesText(filter.q, workflows.name, workflows.description));
-      if (filter.status) conditions.push(eq(workflows.status, filter.status));
-      if (filter.tag) conditions.push(hasTag(workflows.tags, filter.tag));
-      if (filter.is_template !== undefined) conditions.push(eq(workflows.is_template, filter.is_template));
-      const where = and(...conditions);
-      const rows = await db
-        .select({ ...getTableColumns(workflows), total: totalCount() })
-        .from(workflows)
-        .where(where)
-        .orderBy(desc(workflows.created_at), desc(workflows.id))
-        .limit(filter.limit)
-        .offset(filter.offset);
-      return toPage(rows, filter.offset, async () => {
-        const [result] = await db.select({ value: count() }).from(workflows).where(where);
+      const params = {
+        workspaceId,
+        pattern: filter.q ? likePattern(filter.q) : '',
+        status: filter.status ?? '',
+        tag: filter.tag ?? '',
+        isTemplate: filter.is_template ?? false,
+        limit: filter.limit,
+        offset: filter.offset,
+      };
+      const { page, count } = listStatements.get(filter);
+      return toPage(await page.execute(params), filter.offset, async () => {
+        const [result] = await count.execute(params);
         return result?.value ?? 0;
       });
     },

@@ -1,7 +1,8 @@
 import { AppError, conflict, forbidden, notFound } from '../../errors.ts';
 import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
+import { LruCache } from '../../lib/lru-cache.ts';
 import type { Role } from '../../lib/roles.ts';
-import type { MemberRow, WorkspacesRepository } from './workspaces.repository.ts';
+import type { ApiKeyRow, MemberRow, WorkspacesRepository } from './workspaces.repository.ts';
 
 /** The acting member, as the auth layer established it. */
 export interface Actor {
@@ -17,12 +18,32 @@ interface Page {
 
 const API_KEY_TOUCH_INTERVAL_MS = 60_000;
 
+/**
+ * How long a positive membership or API-key lookup is reused. Every request needs one;
+ * caching them briefly saves a database round trip per request. Changes made through
+ * this process take effect at once (the entry is dropped); other replicas see them
+ * within this window.
+ */
+export const ACCESS_CACHE_TTL_MS = 5_000;
+
 /** Tenancy: workspaces, their members and roles, and API keys. */
 export function createWorkspacesService(repo: WorkspacesRepository, clock: () => Date = () => new Date()) {
+  const memberships = new LruCache<string, { tenantId: string; role: Role }>(50_000, () => clock().getTime());
+  const keys = new LruCache<string, ApiKeyRow>(10_000, () => clock().getTime());
+  const membershipKey = (workspaceId: string, userId: string) => `${workspaceId}\u0000${userId}`;
+  const forget = (workspaceId: string, userId: string) =>
+    memberships.delete(membershipKey(workspaceId, userId));
+
   return {
     async findMembership(workspaceId: string, userId: string) {
+      const cacheKey = membershipKey(workspaceId, userId);
+      const cached = memberships.get(cacheKey);
+      if (cached) return cached;
       const row = await repo.findMembership(workspaceId, userId);
-      return row ? { tenantId: row.tenant_id, role: row.role } : undefined;
+      if (!row) return undefined;
+      const membership = { tenantId: row.tenant_id, role: row.role };
+      memberships.set(cacheKey, membership, clock().getTime() + ACCESS_CACHE_TTL_MS);
+      return membership;
     },
 
     /**
@@ -31,11 +52,17 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
      */
     async resolveApiKey(key: string) {
       if (!looksLikeApiKey(key)) return undefined;
-      const row = await repo.findApiKeyByHash(hashApiKey(key));
+      const hash = hashApiKey(key);
+      let row = keys.get(hash);
+      if (!row) {
+        row = await repo.findApiKeyByHash(hash);
+        if (row) keys.set(hash, row, clock().getTime() + ACCESS_CACHE_TTL_MS);
+      }
       const now = clock();
       if (!row || row.revoked_at || (row.expires_at && row.expires_at <= now)) return undefined;
       if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > API_KEY_TOUCH_INTERVAL_MS) {
         await repo.touchApiKey(row.id);
+        row.last_used_at = now;
       }
       return { workspaceId: row.workspace_id };
     },
@@ -111,6 +138,7 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
       if (!target) throw notFound('member', userId);
       assertMayAssign(actor, target.role);
       const result = await repo.changeMember(actor.workspaceId, userId, { role });
+      forget(actor.workspaceId, userId);
       if (typeof result === 'string') throw memberError(result, userId);
       return result;
     },
@@ -120,6 +148,7 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
       if (!target) throw notFound('member', userId);
       assertMayAssign(actor, target.role);
       const result = await repo.changeMember(actor.workspaceId, userId, { remove: true });
+      forget(actor.workspaceId, userId);
       if (result !== 'removed') throw memberError(result, userId);
     },
 
@@ -151,6 +180,7 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
     async revokeApiKey(actor: Actor, id: string) {
       const row = await repo.revokeApiKey(actor.workspaceId, id);
       if (!row) throw notFound('api key', id);
+      keys.delete(row.key_hash);
     },
   };
 }

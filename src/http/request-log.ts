@@ -1,0 +1,28 @@
+import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+
+/**
+ * One structured line per request, written when it completes: method, URL, status,
+ * duration and who called. Headers are never logged, so credentials cannot leak here.
+ */
+export class RequestLogController extends LogController {
+  constructor() {
+    super({ requestIdLogLabel: 'request_id' });
+  }
+
+  override incomingRequest(): void {
+    // The completion line carries everything; logging arrival too would double the volume.
+  }
+
+  override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+    const line = {
+      method: request.method,
+      url: request.url,
+      status: reply.statusCode,
+      duration_ms: Math.round(reply.elapsedTime * 100) / 100,
+      user_id: request.userId || undefined,
+      workspace_id: request.caller?.workspaceId,
+    };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
