@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/client.ts';
 import { DirectoryLockedError } from '../../src/db/lock.ts';
@@ -14,6 +14,9 @@ import {
 } from '../helpers/test-app.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
+
+// These tests start whole processes and databases; on a loaded 2-core machine that takes time.
+vi.setConfig({ testTimeout: 180_000 });
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
@@ -38,7 +41,7 @@ function run(script: string, args: string[], env: NodeJS.ProcessEnv) {
   return { child, exited, output: () => ({ stdout, stderr }) };
 }
 
-async function until<T>(probe: () => T | undefined, what: string, ms = 30_000): Promise<T> {
+async function until<T>(probe: () => T | undefined, what: string, ms = 90_000): Promise<T> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     const value = probe();
