@@ -14,24 +14,19 @@ const USAGE =
 
 class UsageError extends Error {}
 
+const FLAGS = {
+  'min-support': { type: 'string' },
+  'max-length': { type: 'string' },
+  'top-k': { type: 'string' },
+  closed: { type: 'boolean' },
+  maximal: { type: 'boolean' },
+  out: { type: 'string' },
+} as const;
+
 function parseCommandLine(argv: string[]): { file: string; out: string | undefined; options: MiningOptions } {
-  let parsed: ReturnType<typeof parse>;
-  function parse() {
-    return parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        'min-support': { type: 'string' },
-        'max-length': { type: 'string' },
-        'top-k': { type: 'string' },
-        closed: { type: 'boolean' },
-        maximal: { type: 'boolean' },
-        out: { type: 'string' },
-      },
-    });
-  }
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof FLAGS }>>;
   try {
-    parsed = parse();
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: FLAGS });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
