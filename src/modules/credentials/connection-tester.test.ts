@@ -1,6 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ConnectionTestRequest,
@@ -454,6 +459,121 @@ describe('http', () => {
   it('fails without an endpoint', async () => {
     const result = await run({ kind: 'http', data: {}, secretFields: [] });
     expect(result.passed).toBe(false);
+  });
+});
+
+describe('https', () => {
+  let server: https.Server;
+  let port: number;
+  let directory: string;
+  const serverNames: string[] = [];
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'connection-tester-'));
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        join(directory, 'key.pem'),
+        '-out',
+        join(directory, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost',
+      ],
+      { stdio: 'ignore' },
+    );
+    server = https.createServer(
+      {
+        key: readFileSync(join(directory, 'key.pem')),
+        cert: readFileSync(join(directory, 'cert.pem')),
+        SNICallback: (name, callback) => {
+          serverNames.push(name);
+          callback(null, undefined);
+        },
+      },
+      (_request, response) => response.writeHead(200).end(),
+    );
+    server.on('tlsClientError', () => undefined);
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    port = (server.address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    server.close();
+    await once(server, 'close');
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('keeps the host name for SNI and verifies the certificate while connecting to the vetted address', async () => {
+    const result = await run({
+      kind: 'http',
+      data: { api_key: CANARY },
+      secretFields: ['api_key'],
+      endpoint: { url: `https://localhost:${port}/ok?key={{api_key}}` },
+    });
+    expect(result.passed).toBe(false);
+    expect(result.message).toMatch(
+      new RegExp(
+        `^TLS certificate of https://localhost:${port}/ok\\?… was rejected: self[- ]signed certificate`,
+      ),
+    );
+    expect(serverNames.at(-1)).toBe('localhost');
+  });
+});
+
+describe.concurrent('default limits of spec section 8', () => {
+  it('postgres gives up after 5 s', async () => {
+    const silent = await startSilentServer();
+    try {
+      const result = await testConnection({
+        kind: 'postgres',
+        data: { ...pgData, port: silent.port },
+        secretFields: [],
+      });
+      expect(result.message).toBe(`timed out after 5 s connecting to 127.0.0.1:${silent.port}`);
+      expectElapsedNear(result, 5_000);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('redis gives up after 5 s', async () => {
+    const silent = await startSilentServer();
+    try {
+      const result = await testConnection({
+        kind: 'redis',
+        data: { ...redisData, port: silent.port },
+        secretFields: [],
+      });
+      expect(result.message).toBe(`timed out after 5 s waiting for 127.0.0.1:${silent.port}`);
+      expectElapsedNear(result, 5_000);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('http gives up after 10 s', async () => {
+    const silent = await startSilentServer();
+    try {
+      const url = `http://127.0.0.1:${silent.port}/`;
+      const result = await testConnection({ kind: 'http', data: {}, secretFields: [], endpoint: { url } });
+      expect(result.message).toBe(`timed out after 10 s waiting for ${url}`);
+      expectElapsedNear(result, 10_000);
+    } finally {
+      await silent.close();
+    }
   });
 });
 
