@@ -17,6 +17,8 @@ const dataDir = join(root, '..', 'shared', 'data', 'fim');
 const compiledDir = join(root, 'node_modules', '.cache', 'mining-bench');
 const REFERENCE_TIMEOUT_MS = 120_000;
 const CLI_RUNS = 5;
+/** Fresh-process runs per engine and case; the table shows the median time and the highest peak. */
+const ENGINE_RUNS = 3;
 
 interface BenchCase {
   name: string;
@@ -138,6 +140,19 @@ async function compile(): Promise<void> {
   writeFileSync(join(compiledDir, 'package.json'), '{"type":"module"}\n');
 }
 
+/** Runs `engine` ENGINE_RUNS times in fresh processes: median time, highest peak, or the first failure. */
+function childRuns(engine: string, c: BenchCase): ChildResult | string {
+  const results: ChildResult[] = [];
+  for (let r = 0; r < ENGINE_RUNS; r++) {
+    const result = child(engine, c);
+    if (typeof result === 'string') return result;
+    results.push(result);
+  }
+  results.sort((a, b) => a.mineMs - b.mineMs);
+  const median = results[Math.floor(results.length / 2)] as ChildResult;
+  return { ...median, peakRssMb: Math.max(...results.map((r) => r.peakRssMb)) };
+}
+
 function child(engine: string, c: BenchCase): ChildResult | string {
   const run = spawnSync(
     process.execPath,
@@ -213,8 +228,8 @@ async function main(): Promise<void> {
   const rows: { c: BenchCase; ours: ChildResult }[] = [];
   for (const c of CASES) {
     const label = `${c.name}@${c.minSupport}`.padEnd(18);
-    const ours = child('ours', c);
-    const ref = child('node-fpgrowth', c);
+    const ours = childRuns('ours', c);
+    const ref = childRuns('node-fpgrowth', c);
     if (typeof ours === 'string') {
       console.log(`${label} ours ${ours}`);
       failures++;
