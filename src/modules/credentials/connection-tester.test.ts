@@ -134,6 +134,15 @@ describe('postgres', () => {
     expect(result.message).toContain('authentication failed for user ***');
   });
 
+  it('scrubs string leaves of a structured secret field', async () => {
+    const result = await run({
+      kind: 'postgres',
+      data: { ...pgData, username: CANARY, key_file: { private_key: CANARY } },
+      secretFields: ['key_file'],
+    });
+    expect(result.message).toContain('authentication failed for user ***');
+  });
+
   it('reports a database that does not exist', async () => {
     const result = await postgres({ ...pgData, database: 'no_such_database_t9' });
     expect(result).toMatchObject({

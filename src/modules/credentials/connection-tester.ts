@@ -86,14 +86,18 @@ function createScrubber(secrets: string[]): (text: string) => string {
   return (text) => ordered.reduce((scrubbed, secret) => scrubbed.replaceAll(secret, '***'), text);
 }
 
+/** Every string leaf of a secret field, so a JSON key file stored in one field is scrubbed too. */
 function secretValues(data: Record<string, unknown>, fields: string[]): string[] {
   const values: string[] = [];
-  for (const field of new Set([...fields, ...ALWAYS_SECRET_FIELDS])) {
-    const value = data[field];
+  const collect = (value: unknown): void => {
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint') {
       values.push(String(value));
+    } else if (value !== null && typeof value === 'object') {
+      values.push(JSON.stringify(value));
+      for (const nested of Object.values(value)) collect(nested);
     }
-  }
+  };
+  for (const field of new Set([...fields, ...ALWAYS_SECRET_FIELDS])) collect(data[field]);
   return values;
 }
 
