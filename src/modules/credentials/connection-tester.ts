@@ -380,27 +380,30 @@ function describeRedisError(
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g;
 
+/**
+ * Fills `{{field}}` placeholders. A placeholder that opens the template is a base URL
+ * (`{{base_url}}/models`, `{{test_url}}`) and goes in as it is; any other is encoded.
+ */
 function fillTemplate(
   template: string,
   data: Record<string, unknown>,
   encode: (value: string) => string,
 ): string {
-  return template.replace(PLACEHOLDER, (_, field: string) => {
+  return template.replace(PLACEHOLDER, (_, field: string, offset: number) => {
     const value = data[field];
     if (value === undefined || value === null || value === '' || typeof value === 'object') {
       throw new Refusal(`the test endpoint needs field "${field}", which the credential does not have`);
     }
-    return encode(String(value));
+    return offset === 0 ? String(value) : encode(String(value));
   });
 }
 
 /** The URL with secret placeholders as ***, no userinfo and no query, safe to store in a message. */
 function displayUrl(template: string, data: Record<string, unknown>, secretFields: Set<string>): string {
-  const shown = template.replace(PLACEHOLDER, (_, field: string) => {
+  const shown = template.replace(PLACEHOLDER, (_, field: string, offset: number) => {
     const value = data[field];
-    return secretFields.has(field) || value === undefined || value === null
-      ? '***'
-      : encodeURIComponent(String(value));
+    if (secretFields.has(field) || value === undefined || value === null) return '***';
+    return offset === 0 ? String(value) : encodeURIComponent(String(value));
   });
   try {
     const url = new URL(shown);
