@@ -10,6 +10,7 @@ import { RequestLogController } from './http/request-log.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
+import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
 import { workflowsRoutes } from './modules/workflows/workflows.routes.ts';
@@ -82,6 +83,10 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(workspacesRoutes, { workspaces: services.workspaces });
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });
+      await api.register(credentialsRoutes, {
+        credentials: services.credentials,
+        platformAdmins: new Set(config.platformAdmins),
+      });
     },
     { prefix: '/api' },
   );

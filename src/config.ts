@@ -35,6 +35,10 @@ export interface Config {
   auth: AuthConfig;
   /** Base64 of 32 bytes; required in production, generated into DATA_DIR in development. */
   encryptionKey?: string;
+  /** Retired master keys, still read until `npm run vault:rotate` re-wraps what they wrap. */
+  encryptionKeysPrevious: string[];
+  /** Operators: users who may see platform-wide state such as master key status. */
+  platformAdmins: string[];
 }
 
 /** Thrown when the environment is unusable; the message lists every problem at once. */
@@ -92,8 +96,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
 
+  const encryptionKeysPrevious = (env.ENCRYPTION_KEYS_PREVIOUS ?? '')
+    .split(',')
+    .map((key) => key.trim())
+    .filter((key) => key !== '');
+  encryptionKeysPrevious.forEach((key, index) => {
+    if (!isMasterKey(key))
+      problems.push(`ENCRYPTION_KEYS_PREVIOUS: key ${index + 1} is not 32 bytes of base64`);
+  });
+  if (encryptionKeysPrevious.length > 0 && encryptionKey === undefined) {
+    problems.push('ENCRYPTION_KEYS_PREVIOUS needs ENCRYPTION_KEY (the current key) as well');
+  }
+  const platformAdmins = (env.PLATFORM_ADMIN_USERS ?? (production ? '' : 'dev-user'))
+    .split(',')
+    .map((user) => user.trim())
+    .filter((user) => user !== '');
+
   if (problems.length > 0) throw new ConfigError(problems);
-  return { nodeEnv, production, host, port, dataDir, bodyLimit, logLevel, database, auth, encryptionKey };
+  return {
+    nodeEnv,
+    production,
+    host,
+    port,
+    dataDir,
+    bodyLimit,
+    logLevel,
+    database,
+    auth,
+    encryptionKey,
+    encryptionKeysPrevious,
+    platformAdmins,
+  };
 }
 
 function readDatabase(
@@ -151,3 +184,6 @@ function readAuth(env: NodeJS.ProcessEnv, production: boolean, problems: string[
   }
   return { mode: 'dev', issuer: DEV_ISSUER, audience: audience || DEFAULT_AUDIENCE, algorithms: ['EdDSA'] };
 }
+
+const isMasterKey = (text: string): boolean =>
+  /^[A-Za-z0-9+/]+={0,2}$/.test(text) && Buffer.from(text, 'base64').length === 32;

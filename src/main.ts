@@ -8,6 +8,18 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const { database, services } = await boot(config);
   const app = await buildApp(services);
+  if (services.keySource !== 'environment') {
+    app.log.warn(
+      `ENCRYPTION_KEY is not set: credentials are encrypted with a development key ${services.keySource === 'generated' ? 'just generated' : 'kept'} in ${config.dataDir}/encryption.key. Set ENCRYPTION_KEY for real use; losing that file loses every credential.`,
+    );
+  }
+  const unknownKeys = await services.vaultKeys.unknownKeyIds();
+  if (unknownKeys.length > 0) {
+    app.log.error(
+      { key_ids: unknownKeys },
+      `workspace keys are wrapped by master key(s) ${unknownKeys.join(', ')}, which are not configured: add them to ENCRYPTION_KEYS_PREVIOUS, or their workspaces' credentials cannot be decrypted`,
+    );
+  }
   if (config.auth.mode === 'dev') {
     app.log.warn(
       'development mode: the service issues its own tokens (npm run --silent dev-token); set OIDC_ISSUER for real use',

@@ -3,6 +3,10 @@ import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { createAgentsRepository } from './modules/agents/agents.repository.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
+import { testConnection } from './modules/credentials/connection-tester.ts';
+import { createCredentialsRepository } from './modules/credentials/credentials.repository.ts';
+import { createCredentialsService } from './modules/credentials/credentials.service.ts';
+import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
 import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
 import { createSystemService } from './modules/system/system.service.ts';
@@ -17,8 +21,18 @@ export async function createServices(config: Config, database: Database) {
     config.auth.mode === 'dev' ? await loadDevSigningKey(config.dataDir) : undefined;
   const devJwks: { keys: JWK[] } | undefined = devKey ? { keys: [devKey.publicJwk] } : undefined;
 
+  const { keyring, source: keySource } = loadKeyring({
+    encryptionKey: config.encryptionKey,
+    previousKeys: config.encryptionKeysPrevious,
+    dataDir: config.dataDir,
+  });
+  const credentialsRepository = createCredentialsRepository(database.db);
+  const vaultKeys = createVaultKeys(credentialsRepository, keyring);
+
   return {
     config,
+    keySource,
+    vaultKeys,
     database,
     devKey,
     devJwks,
@@ -26,6 +40,7 @@ export async function createServices(config: Config, database: Database) {
     workspaces: createWorkspacesService(createWorkspacesRepository(database.db)),
     agents: createAgentsService(createAgentsRepository(database.db)),
     workflows: createWorkflowsService(createWorkflowsRepository(database.db)),
+    credentials: createCredentialsService({ repo: credentialsRepository, keys: vaultKeys, testConnection }),
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,

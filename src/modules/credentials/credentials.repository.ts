@@ -1,0 +1,369 @@
+import {
+  and,
+  asc,
+  count,
+  desc,
+  eq,
+  gte,
+  ilike,
+  inArray,
+  isNull,
+  lt,
+  notInArray,
+  or,
+  type SQL,
+  sql,
+} from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { likePattern, toPage, totalCount } from '../../db/queries.ts';
+import {
+  credentialAuditArchive,
+  credentialAuditLogs,
+  credentials,
+  credentialTypes,
+  workspaceKeys,
+  workspaceSettings,
+} from '../../db/schema.ts';
+import type { AuditAction } from '../../lib/credential-fields.ts';
+
+export type CredentialRow = typeof credentials.$inferSelect;
+export type CredentialTypeRow = typeof credentialTypes.$inferSelect;
+export type AuditRow = typeof credentialAuditLogs.$inferSelect;
+export type NewAuditRow = Omit<typeof credentialAuditLogs.$inferInsert, 'id'>;
+
+export interface CredentialFilter {
+  credential_type_id?: number;
+  environment?: string;
+  is_active?: boolean;
+  tag?: string;
+  q?: string;
+  expired?: boolean;
+  now: Date;
+  limit: number;
+  offset: number;
+}
+
+export interface AuditFilter {
+  action?: AuditAction;
+  from?: Date;
+  to?: Date;
+  limit: number;
+  offset: number;
+}
+
+/** Postgres unique_violation: a concurrent insert won the race for the same key. */
+export const isUniqueViolation = (error: unknown): boolean =>
+  (error as { code?: string }).code === '23505' ||
+  (error as { cause?: { code?: string } }).cause?.code === '23505';
+
+/** Data access for the credential vault; every credential query is scoped by workspace id. */
+export function createCredentialsRepository(db: Db): CredentialsRepository {
+  return {
+    ...vaultQueries(db),
+    transaction: (work) => db.transaction((tx) => work(createCredentialsRepository(tx))),
+  };
+}
+
+/** The repository, plus running several of its calls in one transaction. */
+export type CredentialsRepository = VaultQueries & {
+  transaction<T>(work: (repo: CredentialsRepository) => Promise<T>): Promise<T>;
+};
+
+type VaultQueries = ReturnType<typeof vaultQueries>;
+
+function vaultQueries(db: Db) {
+  const credentialById = (workspaceId: string, id: number) =>
+    and(eq(credentials.workspace_id, workspaceId), eq(credentials.id, id));
+  const visibleType = (workspaceId: string) =>
+    or(isNull(credentialTypes.workspace_id), eq(credentialTypes.workspace_id, workspaceId));
+
+  return {
+    // Credential types: the system ones and the workspace's own.
+
+    listTypes(workspaceId: string, filter: { category?: string; is_active?: boolean }) {
+      return db
+        .select()
+        .from(credentialTypes)
+        .where(
+          and(
+            visibleType(workspaceId),
+            filter.category ? eq(credentialTypes.category, filter.category) : undefined,
+            filter.is_active === undefined ? undefined : eq(credentialTypes.is_active, filter.is_active),
+          ),
+        )
+        .orderBy(desc(credentialTypes.is_system), asc(credentialTypes.name));
+    },
+
+    async findType(workspaceId: string, id: number): Promise<CredentialTypeRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(credentialTypes)
+        .where(and(eq(credentialTypes.id, id), visibleType(workspaceId)));
+      return row;
+    },
+
+    async typeNameTaken(workspaceId: string, name: string): Promise<boolean> {
+      const [row] = await db
+        .select({ id: credentialTypes.id })
+        .from(credentialTypes)
+        .where(and(eq(credentialTypes.name, name), visibleType(workspaceId)));
+      return row !== undefined;
+    },
+
+    async insertType(values: typeof credentialTypes.$inferInsert): Promise<CredentialTypeRow> {
+      const [row] = await db.insert(credentialTypes).values(values).returning();
+      if (!row) throw new Error('credential type insert returned nothing');
+      return row;
+    },
+
+    // Workspace keys.
+
+    async findWorkspaceKey(workspaceId: string) {
+      const [row] = await db.select().from(workspaceKeys).where(eq(workspaceKeys.workspace_id, workspaceId));
+      return row;
+    },
+
+    /** Stores a new wrapped key unless another process stored one first; returns the stored one. */
+    async insertWorkspaceKey(workspaceId: string, wrappedKey: string, masterKeyId: string) {
+      await db
+        .insert(workspaceKeys)
+        .values({ workspace_id: workspaceId, wrapped_key: wrappedKey, master_key_id: masterKeyId })
+        .onConflictDoNothing();
+      const [row] = await db.select().from(workspaceKeys).where(eq(workspaceKeys.workspace_id, workspaceId));
+      if (!row) throw new Error('workspace key vanished after insert');
+      return row;
+    },
+
+    countWorkspaceKeysByMasterKey() {
+      return db
+        .select({ master_key_id: workspaceKeys.master_key_id, count: count() })
+        .from(workspaceKeys)
+        .groupBy(workspaceKeys.master_key_id)
+        .orderBy(asc(workspaceKeys.master_key_id));
+    },
+
+    /**
+     * A batch of keys wrapped by the given (retired) master keys, locked for this
+     * transaction; SKIP LOCKED lets several rotators share the work. `skip` leaves out
+     * keys that could not be re-wrapped, so a damaged one cannot stall the rotation.
+     */
+    lockKeysUnder(masterKeyIds: string[], skip: string[], limit: number) {
+      return db
+        .select()
+        .from(workspaceKeys)
+        .where(
+          and(
+            inArray(workspaceKeys.master_key_id, masterKeyIds),
+            skip.length > 0 ? notInArray(workspaceKeys.workspace_id, skip) : undefined,
+          ),
+        )
+        .orderBy(asc(workspaceKeys.workspace_id))
+        .limit(limit)
+        .for('update', { skipLocked: true });
+    },
+
+    async rewrapWorkspaceKey(workspaceId: string, wrappedKey: string, masterKeyId: string) {
+      await db
+        .update(workspaceKeys)
+        .set({ wrapped_key: wrappedKey, master_key_id: masterKeyId, rotated_at: sql`now()` })
+        .where(eq(workspaceKeys.workspace_id, workspaceId));
+    },
+
+    // Settings.
+
+    async getSettings(workspaceId: string, prefix: string): Promise<Record<string, unknown>> {
+      const rows = await db
+        .select({ key: workspaceSettings.key, value: workspaceSettings.value })
+        .from(workspaceSettings)
+        .where(
+          and(eq(workspaceSettings.workspace_id, workspaceId), ilike(workspaceSettings.key, `${prefix}%`)),
+        );
+      return Object.fromEntries(rows.map((row) => [row.key, row.value]));
+    },
+
+    async putSetting(workspaceId: string, key: string, value: unknown) {
+      await db
+        .insert(workspaceSettings)
+        .values({ workspace_id: workspaceId, key, value })
+        .onConflictDoUpdate({
+          target: [workspaceSettings.workspace_id, workspaceSettings.key],
+          set: { value, updated_at: sql`now()` },
+        });
+    },
+
+    // Credentials.
+
+    /** Reserves an id before the insert, so the ciphertext can be bound to it. */
+    async nextCredentialId(): Promise<number> {
+      const result = await db.execute<{ id: number }>(sql`select nextval('credentials_id_seq')::int as id`);
+      const row = (result as unknown as { rows: { id: number }[] }).rows[0];
+      if (!row) throw new Error('no id from credentials_id_seq');
+      return Number(row.id);
+    },
+
+    async insertCredential(values: typeof credentials.$inferInsert): Promise<CredentialRow> {
+      const [row] = await db.insert(credentials).values(values).returning();
+      if (!row) throw new Error('credential insert returned nothing');
+      return row;
+    },
+
+    /** One credential; `lock` takes its row lock, which orders its audit chain. */
+    async findCredential(workspaceId: string, id: number, lock = false): Promise<CredentialRow | undefined> {
+      const query = db.select().from(credentials).where(credentialById(workspaceId, id));
+      const [row] = lock ? await query.for('update') : await query;
+      return row;
+    },
+
+    /** By name: the active one first, then the newest; `environment` narrows when given. */
+    async findCredentialByName(workspaceId: string, name: string, environment?: string) {
+      const [row] = await db
+        .select({ id: credentials.id })
+        .from(credentials)
+        .where(
+          and(
+            eq(credentials.workspace_id, workspaceId),
+            eq(credentials.name, name),
+            environment === undefined ? undefined : eq(credentials.environment, environment),
+          ),
+        )
+        .orderBy(desc(credentials.is_active), desc(credentials.created_at), desc(credentials.id))
+        .limit(1);
+      return row;
+    },
+
+    async listCredentials(workspaceId: string, filter: CredentialFilter) {
+      const conditions: (SQL | undefined)[] = [eq(credentials.workspace_id, workspaceId)];
+      if (filter.credential_type_id !== undefined)
+        conditions.push(eq(credentials.credential_type_id, filter.credential_type_id));
+      if (filter.environment !== undefined) conditions.push(eq(credentials.environment, filter.environment));
+      if (filter.is_active !== undefined) conditions.push(eq(credentials.is_active, filter.is_active));
+      if (filter.tag !== undefined)
+        conditions.push(sql`${credentials.tags} @> ${JSON.stringify([filter.tag])}::jsonb`);
+      if (filter.q) {
+        const pattern = likePattern(filter.q);
+        conditions.push(or(ilike(credentials.name, pattern), ilike(credentials.description, pattern)));
+      }
+      if (filter.expired === true) conditions.push(lt(credentials.expires_at, filter.now));
+      if (filter.expired === false) {
+        conditions.push(or(isNull(credentials.expires_at), gte(credentials.expires_at, filter.now)));
+      }
+      const where = and(...conditions);
+      const rows = await db
+        .select({ credential: credentials, type_name: credentialTypes.name, total: totalCount() })
+        .from(credentials)
+        .innerJoin(credentialTypes, eq(credentialTypes.id, credentials.credential_type_id))
+        .where(where)
+        .orderBy(desc(credentials.created_at), desc(credentials.id))
+        .limit(filter.limit)
+        .offset(filter.offset);
+      return toPage(rows, filter.offset, async () => {
+        const [result] = await db.select({ value: count() }).from(credentials).where(where);
+        return result?.value ?? 0;
+      });
+    },
+
+    async updateCredential(
+      workspaceId: string,
+      id: number,
+      changes: Partial<typeof credentials.$inferInsert>,
+    ): Promise<CredentialRow | undefined> {
+      const [row] = await db
+        .update(credentials)
+        .set({ ...changes, updated_at: sql`now()` })
+        .where(credentialById(workspaceId, id))
+        .returning();
+      return row;
+    },
+
+    async deleteCredential(workspaceId: string, id: number) {
+      await db.delete(credentials).where(credentialById(workspaceId, id));
+    },
+
+    // Audit.
+
+    async lastAuditHash(credentialId: number): Promise<string> {
+      const [row] = await db
+        .select({ hash: credentialAuditLogs.hash })
+        .from(credentialAuditLogs)
+        .where(eq(credentialAuditLogs.credential_id, credentialId))
+        .orderBy(desc(credentialAuditLogs.id))
+        .limit(1);
+      return row?.hash ?? '';
+    },
+
+    async insertAudit(row: NewAuditRow): Promise<AuditRow> {
+      const [inserted] = await db.insert(credentialAuditLogs).values(row).returning();
+      if (!inserted) throw new Error('audit insert returned nothing');
+      return inserted;
+    },
+
+    async listAudit(workspaceId: string, credentialId: number, filter: AuditFilter) {
+      const where = and(
+        eq(credentialAuditLogs.workspace_id, workspaceId),
+        eq(credentialAuditLogs.credential_id, credentialId),
+        filter.action ? eq(credentialAuditLogs.action, filter.action) : undefined,
+        filter.from ? gte(credentialAuditLogs.created_at, filter.from) : undefined,
+        filter.to ? lt(credentialAuditLogs.created_at, filter.to) : undefined,
+      );
+      const rows = await db
+        .select({ record: credentialAuditLogs, total: totalCount() })
+        .from(credentialAuditLogs)
+        .where(where)
+        .orderBy(desc(credentialAuditLogs.id))
+        .limit(filter.limit)
+        .offset(filter.offset);
+      return toPage(rows, filter.offset, async () => {
+        const [result] = await db.select({ value: count() }).from(credentialAuditLogs).where(where);
+        return result?.value ?? 0;
+      });
+    },
+
+    /** The whole chain of a credential, oldest first, for verification. */
+    chain(workspaceId: string, credentialId: number) {
+      return db
+        .select()
+        .from(credentialAuditLogs)
+        .where(
+          and(
+            eq(credentialAuditLogs.workspace_id, workspaceId),
+            eq(credentialAuditLogs.credential_id, credentialId),
+          ),
+        )
+        .orderBy(asc(credentialAuditLogs.id));
+    },
+
+    /** Copies a credential's audit records to the archive, which its deletion does not touch. */
+    async archiveAudit(workspaceId: string, credentialId: number, credentialName: string) {
+      await db.execute(sql`
+        insert into ${credentialAuditArchive}
+          (original_id, credential_id, workspace_id, action, user_id, ip_address, metadata, created_at, prev_hash, hash, credential_name)
+        select id, credential_id, workspace_id, action, user_id, ip_address, metadata, created_at, prev_hash, hash, ${credentialName}
+        from ${credentialAuditLogs}
+        where workspace_id = ${workspaceId} and credential_id = ${credentialId}
+        order by id`);
+    },
+
+    async listArchive(
+      workspaceId: string,
+      filter: { credential_id?: number; limit: number; offset: number },
+    ) {
+      const where = and(
+        eq(credentialAuditArchive.workspace_id, workspaceId),
+        filter.credential_id === undefined
+          ? undefined
+          : eq(credentialAuditArchive.credential_id, filter.credential_id),
+      );
+      const rows = await db
+        .select({ record: credentialAuditArchive, total: totalCount() })
+        .from(credentialAuditArchive)
+        .where(where)
+        .orderBy(desc(credentialAuditArchive.id))
+        .limit(filter.limit)
+        .offset(filter.offset);
+      return toPage(rows, filter.offset, async () => {
+        const [result] = await db.select({ value: count() }).from(credentialAuditArchive).where(where);
+        return result?.value ?? 0;
+      });
+    },
+  };
+}

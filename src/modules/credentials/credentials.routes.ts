@@ -1,0 +1,294 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { forbidden } from '../../errors.ts';
+import {
+  ArchivePage,
+  ArchiveQuery,
+  AuditPage,
+  CreateCredentialBody,
+  CreateCredentialTypeBody,
+  CredentialDetailsSchema,
+  CredentialIdParams,
+  CredentialPage,
+  CredentialSchema,
+  CredentialTypeSchema,
+  EncryptionStatusSchema,
+  ListAuditQuery,
+  ListCredentialsQuery,
+  ListTypesQuery,
+  SettingsSchema,
+  TestResultSchema,
+  UpdateCredentialBody,
+  UpdateSettingsBody,
+  VerifySchema,
+} from './credentials.schemas.ts';
+import type { CredentialsService, VaultActor } from './credentials.service.ts';
+
+const tags = ['Credentials'];
+
+const actorOf = (request: FastifyRequest): VaultActor => ({
+  userId: request.caller.userId,
+  workspaceId: request.caller.workspaceId,
+  ipAddress: request.ip,
+});
+
+/** The credential vault (spec sections 2.1 to 2.3, 3.1, 4.10). */
+export const credentialsRoutes: FastifyPluginAsyncTypebox<{
+  credentials: CredentialsService;
+  /** Users who may see platform-wide key status (operators). */
+  platformAdmins: ReadonlySet<string>;
+}> = async (app, { credentials, platformAdmins }) => {
+  app.get(
+    '/credentials/types',
+    {
+      schema: {
+        tags,
+        summary: 'List credential types',
+        description: 'System types and the workspace’s own, system first. Filters: category, is_active.',
+        querystring: ListTypesQuery,
+        response: { 200: Type.Object({ items: Type.Array(CredentialTypeSchema) }) },
+      },
+    },
+    async (request) => ({ items: await credentials.listTypes(actorOf(request), request.query) }),
+  );
+
+  app.get(
+    '/credentials/types/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get a credential type',
+        description: 'One type with its field definitions and test configuration.',
+        params: CredentialIdParams,
+        response: { 200: CredentialTypeSchema },
+      },
+    },
+    async (request) => credentials.getType(actorOf(request), request.params.id),
+  );
+
+  app.post(
+    '/credentials/types',
+    {
+      config: { role: 'admin' },
+      schema: {
+        tags,
+        summary: 'Create a credential type',
+        description:
+          'A workspace’s own type (is_system false): unique snake_case field names, allowed field types, options for options fields, and test placeholders that name fields. Admins only.',
+        body: CreateCredentialTypeBody,
+        response: { 201: CredentialTypeSchema },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await credentials.createType(actorOf(request), request.body)),
+  );
+
+  app.get(
+    '/credentials/settings',
+    {
+      schema: {
+        tags,
+        summary: 'Vault settings',
+        description:
+          'The workspace’s credential settings: environment lookup, audit archive on delete, private-network refusal.',
+        response: { 200: SettingsSchema },
+      },
+    },
+    async (request) => credentials.getSettings(actorOf(request)),
+  );
+
+  app.put(
+    '/credentials/settings',
+    {
+      config: { role: 'admin' },
+      schema: {
+        tags,
+        summary: 'Change vault settings',
+        description: 'Partial update of the workspace’s credential settings. Admins only.',
+        body: UpdateSettingsBody,
+        response: { 200: SettingsSchema },
+      },
+    },
+    async (request) => credentials.updateSettings(actorOf(request), request.body),
+  );
+
+  app.get(
+    '/credentials/audit-archive',
+    {
+      config: { role: 'admin' },
+      schema: {
+        tags,
+        summary: 'Archived audit trails',
+        description:
+          'Audit records of deleted credentials, copied before deletion, newest first. Admins only.',
+        querystring: ArchiveQuery,
+        response: { 200: ArchivePage },
+      },
+    },
+    async (request) => ({
+      ...(await credentials.archive(actorOf(request), request.query)),
+      ...pageOf(request.query),
+    }),
+  );
+
+  app.get(
+    '/credentials/encryption-keys',
+    {
+      schema: {
+        tags,
+        summary: 'Master key status (operators)',
+        description:
+          'How many workspace keys each master key id wraps, which is current and which are configured: a retired key may be dropped once it wraps none. Only users listed in PLATFORM_ADMIN_USERS.',
+        response: { 200: EncryptionStatusSchema },
+      },
+    },
+    async (request) => {
+      if (!platformAdmins.has(request.caller.userId)) {
+        throw forbidden(
+          'platform_admin_required',
+          'only platform operators (PLATFORM_ADMIN_USERS) may see key status',
+        );
+      }
+      return credentials.encryptionStatus();
+    },
+  );
+
+  app.get(
+    '/credentials',
+    {
+      schema: {
+        tags,
+        summary: 'List credentials',
+        description:
+          'Newest first, never with secrets. Filters: credential_type_id, environment, is_active, tag, q (name or description), expired.',
+        querystring: ListCredentialsQuery,
+        response: { 200: CredentialPage },
+      },
+    },
+    async (request) => ({
+      ...(await credentials.list(actorOf(request), request.query)),
+      ...pageOf(request.query),
+    }),
+  );
+
+  app.get(
+    '/credentials/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get a credential',
+        description:
+          'Details with the data’s non-secret fields; password and hidden fields are masked. Not an audited access.',
+        params: CredentialIdParams,
+        response: { 200: CredentialDetailsSchema },
+      },
+    },
+    async (request) => credentials.get(actorOf(request), request.params.id),
+  );
+
+  app.post(
+    '/credentials',
+    {
+      schema: {
+        tags,
+        summary: 'Create a credential',
+        description:
+          'Rule C1: the type must exist and be active, required fields present, values of the right type; unknown fields are refused and hidden fields filled in. The data is encrypted; audit action created. 409 duplicate_credential for an active credential of the same name and environment.',
+        body: CreateCredentialBody,
+        response: { 201: CredentialDetailsSchema },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await credentials.create(actorOf(request), request.body)),
+  );
+
+  app.put(
+    '/credentials/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update a credential',
+        description:
+          'Rule C3, partial. `data` merges over the stored data: omitted fields keep their values, null clears an optional one; it is re-validated and re-encrypted. Audit action updated records old and new name, description, tags, is_active, expires_at and environment, and only the names of changed data fields.',
+        params: CredentialIdParams,
+        body: UpdateCredentialBody,
+        response: { 200: CredentialSchema },
+      },
+    },
+    async (request) => credentials.update(actorOf(request), request.params.id, request.body),
+  );
+
+  app.delete(
+    '/credentials/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a credential',
+        description:
+          'Rule D, in one transaction: audit deleted, archive the trail (unless the setting is off), overwrite the data with an encrypted marker, delete the row; its audit records go with it.',
+        params: CredentialIdParams,
+        response: { 204: Type.Null() },
+      },
+    },
+    async (request, reply) => {
+      await credentials.remove(actorOf(request), request.params.id);
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.post(
+    '/credentials/:id/test',
+    {
+      schema: {
+        tags,
+        summary: 'Test a credential',
+        description:
+          'Rule T: an audited decrypted access (inactive or expired credentials are refused), then the type’s test: PostgreSQL SELECT 1 (5 s), Redis PING (5 s), HTTP GET (10 s, redirects not followed), OAuth 2.0 access_token present. Stores last_tested, test_status and test_message; audit action tested.',
+        params: CredentialIdParams,
+        response: { 200: TestResultSchema },
+      },
+    },
+    async (request) => credentials.test(actorOf(request), request.params.id),
+  );
+
+  app.get(
+    '/credentials/:id/audit-logs',
+    {
+      schema: {
+        tags,
+        summary: 'Audit trail',
+        description:
+          'The credential’s audit records, newest first. Filters: action, from (inclusive), to (exclusive).',
+        params: CredentialIdParams,
+        querystring: ListAuditQuery,
+        response: { 200: AuditPage },
+      },
+    },
+    async (request) => {
+      const { from, to, ...rest } = request.query;
+      const filter = { ...rest, from: from ? new Date(from) : undefined, to: to ? new Date(to) : undefined };
+      return {
+        ...(await credentials.auditLogs(actorOf(request), request.params.id, filter)),
+        ...pageOf(request.query),
+      };
+    },
+  );
+
+  app.get(
+    '/credentials/:id/audit-logs/verify',
+    {
+      schema: {
+        tags,
+        summary: 'Verify the audit chain',
+        description:
+          'Recomputes the HMAC chain of the credential’s audit records: intact, or the first broken record.',
+        params: CredentialIdParams,
+        response: { 200: VerifySchema },
+      },
+    },
+    async (request) => credentials.verifyAudit(actorOf(request), request.params.id),
+  );
+};
+
+const pageOf = (query: { limit: number; offset: number }) => ({ limit: query.limit, offset: query.offset });

@@ -1,0 +1,242 @@
+import { Type } from 'typebox';
+import { Page, PageQuery, StringEnum, Timestamp } from '../../http/schemas.ts';
+import {
+  AUDIT_ACTIONS,
+  CREDENTIAL_CATEGORIES,
+  FIELD_TYPES,
+  TEST_KINDS,
+} from '../../lib/credential-fields.ts';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+
+export const CredentialIdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }) });
+
+const FieldDefinitionSchema = Type.Object(
+  {
+    name: Type.String({
+      pattern: '^[a-z][a-z0-9_]{0,63}$',
+      description: 'snake_case key of the data object',
+    }),
+    label: Type.String({ minLength: 1, maxLength: 255 }),
+    type: StringEnum(FIELD_TYPES),
+    required: Type.Optional(Type.Boolean()),
+    default: Type.Optional(Type.Unknown()),
+    options: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            value: Type.String({ minLength: 1, maxLength: 255 }),
+            label: Type.Optional(Type.String({ maxLength: 255 })),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 100 },
+      ),
+    ),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+    placeholder: Type.Optional(Type.String({ maxLength: 255 })),
+  },
+  { additionalProperties: false },
+);
+
+const TestEndpointSchema = Type.Object(
+  {
+    kind: StringEnum(TEST_KINDS),
+    url: Type.Optional(
+      Type.String({ maxLength: 2000, description: 'for http: URL with {{field}} placeholders' }),
+    ),
+    headers: Type.Optional(Type.Record(Type.String({ maxLength: 100 }), Type.String({ maxLength: 2000 }))),
+    expected_status: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 100, maximum: 599 }), { maxItems: 20 }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const CredentialTypeSchema = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  display_name: Type.String(),
+  category: Type.String(),
+  icon: Nullable(Type.String()),
+  logo: Nullable(Type.String()),
+  description: Nullable(Type.String()),
+  schema_definition: Type.Array(FieldDefinitionSchema),
+  test_endpoint: Nullable(TestEndpointSchema),
+  is_system: Type.Boolean(),
+  is_active: Type.Boolean(),
+});
+
+export const CreateCredentialTypeBody = Type.Object(
+  {
+    name: Type.String({ pattern: '^[a-z][a-z0-9_]{0,254}$', maxLength: 255 }),
+    display_name: Type.String({ minLength: 1, maxLength: 255 }),
+    category: StringEnum(CREDENTIAL_CATEGORIES),
+    icon: Type.Optional(Nullable(Type.String({ maxLength: 50 }))),
+    logo: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
+    schema_definition: Type.Array(FieldDefinitionSchema, { minItems: 1, maxItems: 100 }),
+    test_endpoint: Type.Optional(Nullable(TestEndpointSchema)),
+  },
+  { additionalProperties: false },
+);
+
+export const ListTypesQuery = Type.Object({
+  category: Type.Optional(StringEnum(CREDENTIAL_CATEGORIES)),
+  is_active: Type.Optional(Type.Boolean()),
+});
+
+const Environment = Type.String({ minLength: 1, maxLength: 50, pattern: '^[A-Za-z0-9_.-]+$' });
+const CredentialTags = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+  maxItems: 50,
+  uniqueItems: true,
+});
+const CredentialDataSchema = Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), {
+  description: 'values keyed by the type’s field names',
+});
+
+const credentialFields = {
+  id: Type.Integer(),
+  name: Type.String(),
+  workspace_id: Type.String({ format: 'uuid' }),
+  credential_type_id: Type.Integer(),
+  credential_type: Type.String({ description: 'the type’s name' }),
+  environment: Type.String(),
+  description: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  is_active: Type.Boolean(),
+  is_expired: Type.Boolean(),
+  expires_at: Nullable(Timestamp()),
+  last_tested: Nullable(Timestamp()),
+  test_status: Nullable(StringEnum(['passed', 'failed'] as const)),
+  test_message: Nullable(Type.String()),
+  created_by: Nullable(Type.String()),
+  created_at: Timestamp(),
+  updated_at: Timestamp(),
+};
+
+export const CredentialSchema = Type.Object(credentialFields, {
+  description: 'a credential; never its secrets or encrypted_data',
+});
+
+export const CredentialDetailsSchema = Type.Object({
+  ...credentialFields,
+  data: Nullable(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description:
+        'non-secret fields as stored, password and hidden fields as ********; null when undecryptable',
+    }),
+  ),
+});
+
+export const CredentialPage = Page(CredentialSchema);
+
+export const CreateCredentialBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 255 }),
+    credential_type_id: Type.Integer({ minimum: 1 }),
+    data: CredentialDataSchema,
+    environment: Type.Optional(Environment),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
+    tags: Type.Optional(CredentialTags),
+    expires_at: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateCredentialBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    data: Type.Optional(CredentialDataSchema),
+    environment: Type.Optional(Environment),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
+    tags: Type.Optional(CredentialTags),
+    is_active: Type.Optional(Type.Boolean()),
+    expires_at: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
+  },
+  { additionalProperties: false },
+);
+
+export const ListCredentialsQuery = Type.Object({
+  credential_type_id: Type.Optional(Type.Integer({ minimum: 1 })),
+  environment: Type.Optional(Type.String({ maxLength: 50 })),
+  is_active: Type.Optional(Type.Boolean()),
+  tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  q: Type.Optional(Type.String({ maxLength: 255 })),
+  expired: Type.Optional(Type.Boolean()),
+  ...PageQuery,
+});
+
+export const TestResultSchema = Type.Object({
+  credential_id: Type.Integer(),
+  status: StringEnum(['passed', 'failed'] as const),
+  message: Type.String(),
+  duration_ms: Type.Number(),
+  tested_at: Timestamp(),
+});
+
+const auditFields = {
+  id: Type.Integer(),
+  credential_id: Type.Integer(),
+  action: StringEnum(AUDIT_ACTIONS),
+  user_id: Nullable(Type.String()),
+  ip_address: Nullable(Type.String()),
+  metadata: Type.Record(Type.String(), Type.Unknown()),
+  created_at: Timestamp(),
+  prev_hash: Type.String({ description: 'hash of the record before (empty for the first)' }),
+  hash: Type.String({ description: 'HMAC-SHA256 over the canonical record and prev_hash' }),
+};
+
+export const AuditPage = Page(Type.Object(auditFields));
+
+export const ListAuditQuery = Type.Object({
+  action: Type.Optional(StringEnum(AUDIT_ACTIONS)),
+  from: Type.Optional(Type.String({ format: 'date-time', description: 'inclusive' })),
+  to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive' })),
+  ...PageQuery,
+});
+
+export const VerifySchema = Type.Object({
+  intact: Type.Boolean(),
+  records: Type.Integer(),
+  first_broken: Nullable(Type.Object({ id: Type.Integer(), reason: Type.String() })),
+});
+
+export const ArchivePage = Page(
+  Type.Object({
+    ...auditFields,
+    original_id: Type.Integer(),
+    credential_name: Type.String(),
+    archived_at: Timestamp(),
+  }),
+);
+
+export const ArchiveQuery = Type.Object({
+  credential_id: Type.Optional(Type.Integer({ minimum: 1 })),
+  ...PageQuery,
+});
+
+export const SettingsSchema = Type.Object({
+  environment_lookup: Type.Boolean({ description: 'lookup by name honours the environment (rule E)' }),
+  archive_audit_on_delete: Type.Boolean({
+    description: 'copy the audit trail to the archive before deleting',
+  }),
+  refuse_private_networks: Type.Boolean({
+    description: 'connection tests refuse private and loopback addresses',
+  }),
+});
+
+export const UpdateSettingsBody = Type.Partial(SettingsSchema, { additionalProperties: false });
+
+export const EncryptionStatusSchema = Type.Object({
+  current_key_id: Type.String(),
+  keys: Type.Array(
+    Type.Object({
+      key_id: Type.String(),
+      workspace_keys: Type.Integer(),
+      current: Type.Boolean(),
+      configured: Type.Boolean(),
+    }),
+  ),
+});
