@@ -234,3 +234,285 @@ describe('create (rule C1)', () => {
     expect((await call(mallory, 'POST', '/api/credentials', body)).statusCode).toBe(201);
   });
 });
+
+describe('listing and details', () => {
+  it('filters and never returns secrets or ciphertext', async () => {
+    const owner = await t.newWorkspace();
+    await createCredential(owner, { name: 'a', tags: ['x'] });
+    await createCredential(owner, { name: 'b', environment: 'dev', description: 'Reporting DB' });
+    await createCredential(owner, {
+      name: 'c',
+      credential_type_id: types.redis_credentials,
+      data: { host: '127.0.0.1', password: CANARY },
+      expires_at: '2001-01-01T00:00:00Z',
+    });
+    const all = await call(owner, 'GET', '/api/credentials');
+    expect(all.json()).toMatchObject({ total: 3, limit: 50, offset: 0 });
+    expect(all.body).not.toContain(CANARY);
+    expect(all.body).not.toContain('encrypted_data');
+    const count = async (query: string) =>
+      (await call(owner, 'GET', `/api/credentials?${query}`)).json().total;
+    expect(await count(`credential_type_id=${types.redis_credentials}`)).toBe(1);
+    expect(await count('environment=dev')).toBe(1);
+    expect(await count('tag=x')).toBe(1);
+    expect(await count('q=reporting')).toBe(1);
+    expect(await count('expired=true')).toBe(1);
+    expect(await count('expired=false')).toBe(2);
+    expect(await count('is_active=false')).toBe(0);
+    const details = await call(owner, 'GET', `/api/credentials/${all.json().items[0].id}`);
+    expect(details.json().data).toMatchObject({ host: '127.0.0.1', password: '********' });
+    expect(details.json().is_expired).toBe(true);
+  });
+});
+
+describe('decrypted access (rule C2)', () => {
+  it('returns only the requested fields and audits the access first', async () => {
+    const credential = await createCredential(alice);
+    const data = await t.services.credentials.access({
+      workspaceId: alice.workspaceId,
+      id: credential.id,
+      fields: ['password', 'host'],
+      serviceName: 'workflow-runner',
+      userId: 'alice',
+      ipAddress: '10.1.2.3',
+    });
+    expect(data).toEqual({ password: CANARY, host: '127.0.0.1' });
+    const [accessed] = await auditOf(alice, credential.id);
+    expect(accessed).toMatchObject({
+      action: 'accessed',
+      user_id: 'alice',
+      ip_address: '10.1.2.3',
+      metadata: { service_name: 'workflow-runner', fields_accessed: ['password', 'host'] },
+    });
+    await expect(
+      t.services.credentials.access({
+        workspaceId: alice.workspaceId,
+        id: credential.id,
+        fields: ['nope'],
+        serviceName: 's',
+      }),
+    ).rejects.toMatchObject({ code: 'validation_failed' });
+    await expect(
+      t.services.credentials.access({
+        workspaceId: mallory.workspaceId,
+        id: credential.id,
+        serviceName: 's',
+      }),
+    ).rejects.toMatchObject({ code: 'credential_not_found', status: 404 });
+  });
+
+  it('refuses inactive credentials and audits access_denied', async () => {
+    const credential = await createCredential(alice);
+    expect(
+      (await call(alice, 'PUT', `/api/credentials/${credential.id}`, { is_active: false })).statusCode,
+    ).toBe(200);
+    await expect(
+      t.services.credentials.access({
+        workspaceId: alice.workspaceId,
+        id: credential.id,
+        serviceName: 'svc',
+      }),
+    ).rejects.toMatchObject({ code: 'credential_inactive', status: 403 });
+    const [denied] = await auditOf(alice, credential.id);
+    expect(denied).toMatchObject({
+      action: 'access_denied',
+      metadata: { reason: 'inactive', service_name: 'svc' },
+    });
+  });
+
+  it('refuses expired credentials from the moment expires_at is in the past', async () => {
+    const expiresAt = new Date(Date.now() + 3_600_000);
+    const credential = await createCredential(alice, { expires_at: expiresAt.toISOString() });
+    let now = new Date(expiresAt.getTime());
+    const service = createCredentialsService({
+      repo: createCredentialsRepository(t.database.db),
+      keys: t.services.vaultKeys,
+      testConnection: async () => ({ passed: true, message: '', duration_ms: 0 }),
+      clock: () => now,
+    });
+    const request = { workspaceId: alice.workspaceId, id: credential.id, serviceName: 'svc' };
+    await expect(service.access(request)).resolves.toMatchObject({ host: '127.0.0.1' });
+    now = new Date(expiresAt.getTime() + 1);
+    await expect(service.access(request)).rejects.toMatchObject({ code: 'credential_expired', status: 403 });
+    const [denied] = await auditOf(alice, credential.id);
+    expect(denied).toMatchObject({ action: 'access_denied', metadata: { reason: 'expired' } });
+  });
+
+  it('fails on any tampered byte, and on a blob moved to another row or workspace, auditing access_failed', async () => {
+    const credential = await createCredential(alice);
+    const [row] = (
+      await t.database.db.execute<{ encrypted_data: string }>(
+        sql`select encrypted_data from credentials where id = ${credential.id}`,
+      )
+    ).rows;
+    const original = (row as { encrypted_data: string }).encrypted_data;
+    const [version, nonce, sealed] = original.split('.') as [string, string, string];
+    const flip = (part: string, index: number) => {
+      const bytes = Buffer.from(part, 'base64url');
+      bytes[index] = (bytes[index] as number) ^ 0x80;
+      return bytes.toString('base64url');
+    };
+    const sealedLength = Buffer.from(sealed, 'base64url').length;
+    const tampered = [
+      `${version}.${flip(nonce, 0)}.${sealed}`,
+      `${version}.${nonce}.${flip(sealed, 0)}`,
+      `${version}.${nonce}.${flip(sealed, sealedLength - 1)}`,
+    ];
+    for (const blob of tampered) {
+      await t.database.db.execute(
+        sql`update credentials set encrypted_data = ${blob} where id = ${credential.id}`,
+      );
+      await expect(
+        t.services.credentials.access({
+          workspaceId: alice.workspaceId,
+          id: credential.id,
+          serviceName: 'svc',
+        }),
+      ).rejects.toMatchObject({ code: 'encryption_key_error', status: 500 });
+    }
+    const failures = (await auditOf(alice, credential.id, '?action=access_failed')).length;
+    expect(failures).toBe(3);
+
+    const other = await createCredential(alice);
+    const elsewhere = await createCredential(mallory);
+    for (const target of [
+      { actor: alice, id: other.id },
+      { actor: mallory, id: elsewhere.id },
+    ]) {
+      await t.database.db.execute(
+        sql`update credentials set encrypted_data = ${original} where id = ${target.id}`,
+      );
+      await expect(
+        t.services.credentials.access({
+          workspaceId: target.actor.workspaceId,
+          id: target.id,
+          serviceName: 'svc',
+        }),
+      ).rejects.toMatchObject({ code: 'encryption_key_error' });
+      const [failed] = await auditOf(target.actor, target.id);
+      expect(failed?.action).toBe('access_failed');
+    }
+    const problem = await call(alice, 'POST', `/api/credentials/${other.id}/test`);
+    expect(problem.statusCode).toBe(500);
+    expect(problem.json()).toMatchObject({ code: 'encryption_key_error' });
+    expect(problem.body).not.toContain('authentication');
+  });
+
+  it('fails closed: no plaintext when the access record cannot be written', async () => {
+    const credential = await createCredential(alice);
+    await t.database.db.execute(
+      sql.raw(`create or replace function refuse_audit() returns trigger language plpgsql as $$
+        begin raise exception 'audit store unavailable'; end $$`),
+    );
+    await t.database.db.execute(
+      sql.raw(`create trigger refuse_audit before insert on credential_audit_logs
+        for each row when (new.credential_id = ${credential.id}) execute function refuse_audit()`),
+    );
+    try {
+      await expect(
+        t.services.credentials.access({
+          workspaceId: alice.workspaceId,
+          id: credential.id,
+          serviceName: 'svc',
+        }),
+      ).rejects.toThrow();
+    } finally {
+      await t.database.db.execute(sql.raw('drop trigger refuse_audit on credential_audit_logs'));
+    }
+  });
+
+  it('looks up by name ignoring the environment unless the workspace turns environment lookup on', async () => {
+    const owner = await t.newWorkspace();
+    await createCredential(owner, { name: 'shared', environment: 'dev', data: pgData({ host: 'dev-host' }) });
+    const request = { workspaceId: owner.workspaceId, name: 'shared', serviceName: 'svc', fields: ['host'] };
+    expect(await t.services.credentials.access(request)).toEqual({ host: 'dev-host' });
+    const settings = await call(owner, 'PUT', '/api/credentials/settings', { environment_lookup: true });
+    expect(settings.json()).toMatchObject({ environment_lookup: true, archive_audit_on_delete: true });
+    await expect(t.services.credentials.access(request)).rejects.toMatchObject({
+      code: 'credential_not_found',
+    });
+    expect(await t.services.credentials.access({ ...request, environment: 'dev' })).toEqual({
+      host: 'dev-host',
+    });
+  });
+});
+
+describe('update (rule C3)', () => {
+  it('merges data, re-encrypts, and audits old and new values with data field names only', async () => {
+    const credential = await createCredential(alice, { description: 'old', tags: ['a'] });
+    const newSecret = `${CANARY}-rotated`;
+    const response = await call(alice, 'PUT', `/api/credentials/${credential.id}`, {
+      description: 'new',
+      tags: ['a', 'b'],
+      data: { password: newSecret, port: 5433 },
+    });
+    expect(response.statusCode).toBe(200);
+    expect(new Date(response.json().updated_at).getTime()).toBeGreaterThanOrEqual(
+      new Date(response.json().created_at).getTime(),
+    );
+    const data = await t.services.credentials.access({
+      workspaceId: alice.workspaceId,
+      id: credential.id,
+      serviceName: 's',
+    });
+    expect(data).toMatchObject({ host: '127.0.0.1', port: 5433, password: newSecret });
+    const updated = (await auditOf(alice, credential.id, '?action=updated'))[0];
+    expect(updated?.metadata).toEqual({
+      changes: { description: { old: 'old', new: 'new' }, tags: { old: ['a'], new: ['a', 'b'] } },
+      data_fields_changed: ['password', 'port'],
+    });
+    const trail = JSON.stringify(await auditOf(alice, credential.id));
+    expect(trail).not.toContain(CANARY);
+  });
+
+  it('re-checks the duplicate rule when reactivating or renaming', async () => {
+    const first = await createCredential(alice, { name: 'unique-name' });
+    await call(alice, 'PUT', `/api/credentials/${first.id}`, { is_active: false });
+    const second = await createCredential(alice, { name: 'unique-name' });
+    const reactivate = await call(alice, 'PUT', `/api/credentials/${first.id}`, { is_active: true });
+    expect(reactivate.statusCode).toBe(409);
+    expect(reactivate.json().code).toBe('duplicate_credential');
+    const other = await createCredential(alice);
+    expect(
+      (await call(alice, 'PUT', `/api/credentials/${other.id}`, { name: 'unique-name' })).statusCode,
+    ).toBe(409);
+    expect(
+      (await call(alice, 'PUT', `/api/credentials/${second.id}`, { data: { port: 'x' } })).json().errors,
+    ).toEqual([{ field: 'body.data.port', message: 'must be a number' }]);
+  });
+});
+
+describe('delete (rule D)', () => {
+  it('audits deleted, archives the trail and removes the row with its records', async () => {
+    const credential = await createCredential(alice, { name: 'to-delete' });
+    expect((await call(alice, 'DELETE', `/api/credentials/${credential.id}`)).statusCode).toBe(204);
+    expect((await call(alice, 'GET', `/api/credentials/${credential.id}`)).statusCode).toBe(404);
+    const rows = await t.database.db.execute(
+      sql`select count(*)::int as n from credential_audit_logs where credential_id = ${credential.id}`,
+    );
+    expect((rows.rows[0] as { n: number }).n).toBe(0);
+    const archive = (
+      await call(alice, 'GET', `/api/credentials/audit-archive?credential_id=${credential.id}`)
+    ).json();
+    expect(archive.items.map((r: { action: string }) => r.action)).toEqual(['deleted', 'created']);
+    expect(archive.items[0]).toMatchObject({
+      credential_name: 'to-delete',
+      metadata: { credential_name: 'to-delete' },
+    });
+  });
+
+  it('skips the archive when the workspace turns it off, and keeps the archive for admins', async () => {
+    const owner = await t.newWorkspace();
+    await call(owner, 'PUT', '/api/credentials/settings', { archive_audit_on_delete: false });
+    const credential = await createCredential(owner);
+    await call(owner, 'DELETE', `/api/credentials/${credential.id}`);
+    expect((await call(owner, 'GET', '/api/credentials/audit-archive')).json().total).toBe(0);
+    await call(owner, 'POST', '/api/workspaces/members', { user_id: 'member-m', role: 'member' });
+    const token = await t.token('member-m');
+    const member = {
+      ...owner,
+      headers: { authorization: `Bearer ${token}`, 'x-workspace-id': owner.workspaceId },
+    };
+    expect((await call(member, 'GET', '/api/credentials/audit-archive')).statusCode).toBe(403);
+  });
+});

@@ -142,8 +142,13 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     }
   }
 
-  async function typeOf(workspaceId: string, typeId: number): Promise<CredentialTypeRow> {
-    const type = await repo.findType(workspaceId, typeId);
+  /** The type of an existing credential; pass the transaction's repository inside one. */
+  async function typeOf(
+    workspaceId: string,
+    typeId: number,
+    from: CredentialsRepository = repo,
+  ): Promise<CredentialTypeRow> {
+    const type = await from.findType(workspaceId, typeId);
     if (!type) throw new Error(`credential type ${typeId} of an existing credential is missing`);
     return type;
   }
@@ -406,7 +411,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         return await repo.transaction(async (tx) => {
           const row = await tx.findCredential(actor.workspaceId, id, true);
           if (!row) throw credentialNotFound(id);
-          const type = await typeOf(actor.workspaceId, row.credential_type_id);
+          const type = await typeOf(actor.workspaceId, row.credential_type_id, tx);
           const changes: Partial<CredentialRow> = {};
           const audited: Record<string, { old: unknown; new: unknown }> = {};
           const track = <
