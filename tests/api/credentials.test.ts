@@ -516,3 +516,235 @@ describe('delete (rule D)', () => {
     expect((await call(member, 'GET', '/api/credentials/audit-archive')).statusCode).toBe(403);
   });
 });
+
+describe('connection test (rule T)', () => {
+  const testOf = async (actor: Actor, id: number) => {
+    const response = await call(actor, 'POST', `/api/credentials/${id}/test`);
+    expect(response.statusCode, response.body).toBe(200);
+    expect(response.body).not.toContain(CANARY);
+    return response.json() as { status: string; message: string };
+  };
+
+  it('connects to the real PostgreSQL and stores the result', async () => {
+    const credential = await createCredential(alice);
+    const result = await testOf(alice, credential.id);
+    expect(result.status).toBe('passed');
+    const details = (await call(alice, 'GET', `/api/credentials/${credential.id}`)).json();
+    expect(details).toMatchObject({ test_status: 'passed', test_message: result.message });
+    expect(details.last_tested).toBeTruthy();
+    const [tested, accessed] = await auditOf(alice, credential.id);
+    expect(tested).toMatchObject({
+      action: 'tested',
+      metadata: { status: 'passed', message: result.message },
+    });
+    expect(accessed).toMatchObject({ action: 'accessed', metadata: { service_name: 'connection-test' } });
+  });
+
+  it('reports a closed port and an unknown user without the secret', async () => {
+    const closed = await createCredential(alice, { data: pgData({ port: 5499 }) });
+    const result = await testOf(alice, closed.id);
+    expect(result).toMatchObject({ status: 'failed' });
+    expect(result.message).toContain('5499');
+    const wrongUser = await createCredential(alice, { data: pgData({ username: 'no_such_role' }) });
+    const failed = await testOf(alice, wrongUser.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.message).toContain('no_such_role');
+  });
+
+  it('pings the real Redis', async () => {
+    const credential = await createCredential(alice, {
+      credential_type_id: types.redis_credentials,
+      data: { host: '127.0.0.1', port: 6379 },
+    });
+    expect((await testOf(alice, credential.id)).status).toBe('passed');
+  });
+
+  it('GETs an HTTP endpoint with the token filled in, and reports a refusal', async () => {
+    const server = http.createServer((request, response) => {
+      response.statusCode = request.headers.authorization === `Bearer ${CANARY}` ? 200 : 401;
+      response.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/me`;
+    try {
+      const good = await createCredential(alice, {
+        credential_type_id: types.bearer_token_credentials,
+        data: { token: CANARY, test_url: url },
+      });
+      expect((await testOf(alice, good.id)).status).toBe('passed');
+      const bad = await createCredential(alice, {
+        credential_type_id: types.bearer_token_credentials,
+        data: { token: 'wrong', test_url: url },
+      });
+      const result = await testOf(alice, bad.id);
+      expect(result.status).toBe('failed');
+      expect(result.message).toContain('401');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('refuses cloud metadata addresses and passes OAuth tokens that are present', async () => {
+    const metadata = await createCredential(alice, {
+      credential_type_id: types.api_key_credentials,
+      data: { api_key: CANARY, test_url: 'http://169.254.169.254/latest/meta-data/' },
+    });
+    const refused = await testOf(alice, metadata.id);
+    expect(refused.status).toBe('failed');
+    expect(refused.message).toContain('169.254.169.254');
+    const oauth = await createCredential(alice, {
+      credential_type_id: types.oauth2_credentials,
+      data: { client_id: 'c', access_token: CANARY },
+    });
+    expect((await testOf(alice, oauth.id)).status).toBe('passed');
+    const noToken = await createCredential(alice, {
+      credential_type_id: types.oauth2_credentials,
+      data: { client_id: 'c' },
+    });
+    expect((await testOf(alice, noToken.id)).status).toBe('failed');
+  });
+
+  it('refuses private networks when the workspace setting says so', async () => {
+    const owner = await t.newWorkspace();
+    await call(owner, 'PUT', '/api/credentials/settings', { refuse_private_networks: true });
+    const credential = await createCredential(owner);
+    const result = await testOf(owner, credential.id);
+    expect(result.status).toBe('failed');
+    expect(result.message).toContain('127.0.0.1');
+  });
+
+  it('goes through decrypted access: an inactive credential is refused and audited', async () => {
+    const credential = await createCredential(alice);
+    await call(alice, 'PUT', `/api/credentials/${credential.id}`, { is_active: false });
+    const response = await call(alice, 'POST', `/api/credentials/${credential.id}/test`);
+    expect(response.statusCode).toBe(403);
+    expect(response.json().code).toBe('credential_inactive');
+    expect((await auditOf(alice, credential.id))[0]?.action).toBe('access_denied');
+  });
+});
+
+describe('audit log', () => {
+  it('pages newest first, filters by action and time, and verifies the chain', async () => {
+    const credential = await createCredential(alice);
+    for (let i = 0; i < 3; i++) {
+      await t.services.credentials.access({
+        workspaceId: alice.workspaceId,
+        id: credential.id,
+        serviceName: `s${i}`,
+      });
+    }
+    await call(alice, 'PUT', `/api/credentials/${credential.id}`, { description: 'x' });
+    const page = (await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs?limit=2`)).json();
+    expect(page).toMatchObject({ total: 5, limit: 2, offset: 0 });
+    expect(page.items.map((r: { action: string }) => r.action)).toEqual(['updated', 'accessed']);
+    for (const record of page.items) {
+      expect(Object.keys(record).sort()).toEqual(
+        [
+          'action',
+          'created_at',
+          'credential_id',
+          'hash',
+          'id',
+          'ip_address',
+          'metadata',
+          'prev_hash',
+          'user_id',
+        ].sort(),
+      );
+    }
+    expect((await auditOf(alice, credential.id, '?action=accessed')).length).toBe(3);
+    const future = new Date(Date.now() + 60_000).toISOString();
+    expect((await auditOf(alice, credential.id, `?from=${encodeURIComponent(future)}`)).length).toBe(0);
+    expect((await auditOf(alice, credential.id, `?to=${encodeURIComponent(future)}`)).length).toBe(5);
+    const verify = await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs/verify`);
+    expect(verify.json()).toEqual({ intact: true, records: 5, first_broken: null });
+  });
+
+  it('reports the first tampered record', async () => {
+    const credential = await createCredential(alice);
+    await t.services.credentials.access({
+      workspaceId: alice.workspaceId,
+      id: credential.id,
+      serviceName: 'honest',
+    });
+    await t.services.credentials.access({
+      workspaceId: alice.workspaceId,
+      id: credential.id,
+      serviceName: 'honest',
+    });
+    const records = await auditOf(alice, credential.id);
+    const target = records[1] as { id: number };
+    await t.database.db.execute(
+      sql`update credential_audit_logs set metadata = jsonb_set(metadata, '{service_name}', '"forged"') where id = ${target.id}`,
+    );
+    const verify = (await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs/verify`)).json();
+    expect(verify).toMatchObject({
+      intact: false,
+      first_broken: { id: target.id, reason: 'content does not match its hash' },
+    });
+    await t.database.db.execute(sql`delete from credential_audit_logs where id = ${target.id}`);
+    const gap = (await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs/verify`)).json();
+    expect(gap).toMatchObject({
+      intact: false,
+      first_broken: { reason: 'prev_hash does not match the record before it' },
+    });
+  });
+});
+
+describe('workspace isolation', () => {
+  it('answers 404 for another workspace’s credential everywhere', async () => {
+    const credential = await createCredential(alice, { name: 'alice-only' });
+    for (const [method, url, payload] of [
+      ['GET', `/api/credentials/${credential.id}`],
+      ['PUT', `/api/credentials/${credential.id}`, { description: 'pwned' }],
+      ['DELETE', `/api/credentials/${credential.id}`],
+      ['POST', `/api/credentials/${credential.id}/test`],
+      ['GET', `/api/credentials/${credential.id}/audit-logs`],
+      ['GET', `/api/credentials/${credential.id}/audit-logs/verify`],
+    ] as const) {
+      const response = await call(mallory, method, url, payload);
+      expect(response.statusCode, `${method} ${url}`).toBe(404);
+      expect(response.json().code).toBe('credential_not_found');
+    }
+    expect((await call(mallory, 'GET', '/api/credentials?q=alice-only')).json().total).toBe(0);
+    expect((await call(alice, 'GET', `/api/credentials/${credential.id}`)).statusCode).toBe(200);
+  });
+
+  it('requires authentication on every vault route', async () => {
+    for (const url of ['/api/credentials', '/api/credentials/types', '/api/credentials/1/audit-logs']) {
+      expect((await t.app.inject({ method: 'GET', url })).statusCode).toBe(401);
+    }
+  });
+});
+
+describe('the canary secret', () => {
+  it('is stored only as ciphertext: not in any text column, plain, base64 or hex', async () => {
+    await createCredential(alice, { name: 'canary-holder' });
+    const forms = [CANARY, Buffer.from(CANARY).toString('base64'), Buffer.from(CANARY).toString('hex')];
+    const columns = await t.database.db.execute<{ table_name: string; column_name: string }>(sql`
+      select table_name, column_name from information_schema.columns
+      where table_schema = 'public' and data_type in ('text', 'character varying', 'jsonb', 'json', 'ARRAY')`);
+    expect(columns.rows.length).toBeGreaterThan(20);
+    for (const { table_name, column_name } of columns.rows) {
+      for (const form of forms) {
+        const found = await t.database.db.execute<{ n: number }>(
+          sql`select count(*)::int as n from ${sql.identifier(table_name)} where ${sql.identifier(column_name)}::text like ${`%${form}%`}`,
+        );
+        expect(found.rows[0]?.n, `${table_name}.${column_name} holds the canary`).toBe(0);
+      }
+    }
+    expect(t.rawLogs()).not.toContain(CANARY);
+  });
+});
+
+describe('master keys', () => {
+  it('reports workspace keys per key id to platform admins only', async () => {
+    const admin = t.owner;
+    const status = await call(admin, 'GET', '/api/credentials/encryption-keys');
+    expect(status.statusCode).toBe(200);
+    const current = status.json().keys.find((k: { current: boolean }) => k.current);
+    expect(current).toMatchObject({ configured: true });
+    expect(current.workspace_keys).toBeGreaterThanOrEqual(2);
+    expect((await call(alice, 'GET', '/api/credentials/encryption-keys')).statusCode).toBe(403);
+  });
+});
