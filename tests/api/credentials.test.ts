@@ -340,11 +340,9 @@ describe('decrypted access (rule C2)', () => {
 
   it('fails on any tampered byte, and on a blob moved to another row or workspace, auditing access_failed', async () => {
     const credential = await createCredential(alice);
-    const [row] = (
-      await t.database.db.execute<{ encrypted_data: string }>(
-        sql`select encrypted_data from credentials where id = ${credential.id}`,
-      )
-    ).rows;
+    const [row] = await t.rows<{ encrypted_data: string }>(
+      sql`select encrypted_data from credentials where id = ${credential.id}`,
+    );
     const original = (row as { encrypted_data: string }).encrypted_data;
     const [version, nonce, sealed] = original.split('.') as [string, string, string];
     const flip = (part: string, index: number) => {
@@ -487,10 +485,10 @@ describe('delete (rule D)', () => {
     const credential = await createCredential(alice, { name: 'to-delete' });
     expect((await call(alice, 'DELETE', `/api/credentials/${credential.id}`)).statusCode).toBe(204);
     expect((await call(alice, 'GET', `/api/credentials/${credential.id}`)).statusCode).toBe(404);
-    const rows = await t.database.db.execute(
+    const [left] = await t.rows<{ n: number }>(
       sql`select count(*)::int as n from credential_audit_logs where credential_id = ${credential.id}`,
     );
-    expect((rows.rows[0] as { n: number }).n).toBe(0);
+    expect(left?.n).toBe(0);
     const archive = (
       await call(alice, 'GET', `/api/credentials/audit-archive?credential_id=${credential.id}`)
     ).json();
@@ -721,16 +719,16 @@ describe('the canary secret', () => {
   it('is stored only as ciphertext: not in any text column, plain, base64 or hex', async () => {
     await createCredential(alice, { name: 'canary-holder' });
     const forms = [CANARY, Buffer.from(CANARY).toString('base64'), Buffer.from(CANARY).toString('hex')];
-    const columns = await t.database.db.execute<{ table_name: string; column_name: string }>(sql`
+    const columns = await t.rows<{ table_name: string; column_name: string }>(sql`
       select table_name, column_name from information_schema.columns
       where table_schema = 'public' and data_type in ('text', 'character varying', 'jsonb', 'json', 'ARRAY')`);
-    expect(columns.rows.length).toBeGreaterThan(20);
-    for (const { table_name, column_name } of columns.rows) {
+    expect(columns.length).toBeGreaterThan(20);
+    for (const { table_name, column_name } of columns) {
       for (const form of forms) {
-        const found = await t.database.db.execute<{ n: number }>(
+        const [found] = await t.rows<{ n: number }>(
           sql`select count(*)::int as n from ${sql.identifier(table_name)} where ${sql.identifier(column_name)}::text like ${`%${form}%`}`,
         );
-        expect(found.rows[0]?.n, `${table_name}.${column_name} holds the canary`).toBe(0);
+        expect(found?.n, `${table_name}.${column_name} holds the canary`).toBe(0);
       }
     }
     expect(t.rawLogs()).not.toContain(CANARY);

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import type { SQL } from 'drizzle-orm';
 import pg from 'pg';
 import { type App, buildApp } from '../../src/app.ts';
 import { boot } from '../../src/boot.ts';
@@ -82,6 +83,8 @@ export interface TestApp {
   newWorkspace(userId?: string): Promise<Actor>;
   /** The default workspace and its owner. */
   owner: Actor;
+  /** Runs raw SQL (to inspect or tamper with stored data, as an attacker with database access would). */
+  rows<T>(query: SQL): Promise<T[]>;
   /** Closes the app and database; the database is dropped unless `keep` is set. */
   close(options?: { keep?: boolean }): Promise<void>;
 }
@@ -154,6 +157,10 @@ export async function createTestApp(
     async newWorkspace(userId = `user-${randomBytes(4).toString('hex')}`) {
       const created = await services.workspaces.createWorkspace(userId, { name: `${userId} workspace` });
       return actor(userId, created.id);
+    },
+    async rows<T>(query: SQL) {
+      const result = await database.db.execute(query);
+      return (result as unknown as { rows: T[] }).rows;
     },
     async close({ keep = false } = {}) {
       await app.close();
