@@ -658,6 +658,27 @@ describe('audit log', () => {
     expect(verify.json()).toEqual({ intact: true, records: 5, first_broken: null });
   });
 
+  it('keeps one unbroken chain under concurrent accesses, updates and tests', async () => {
+    const credential = await createCredential(alice);
+    const other = await createCredential(alice);
+    const work: Promise<unknown>[] = [];
+    for (let i = 0; i < 40; i++) {
+      for (const id of [credential.id, other.id]) {
+        work.push(
+          t.services.credentials.access({ workspaceId: alice.workspaceId, id, serviceName: `s${i}` }),
+        );
+      }
+      if (i % 10 === 0)
+        work.push(call(alice, 'PUT', `/api/credentials/${credential.id}`, { description: `d${i}` }));
+    }
+    await Promise.all(work);
+    for (const id of [credential.id, other.id]) {
+      const verify = (await call(alice, 'GET', `/api/credentials/${id}/audit-logs/verify`)).json();
+      expect(verify).toMatchObject({ intact: true, first_broken: null });
+      expect((await auditOf(alice, id, '?action=accessed&limit=200')).length).toBe(40);
+    }
+  });
+
   it('reports the first tampered record', async () => {
     const credential = await createCredential(alice);
     await t.services.credentials.access({

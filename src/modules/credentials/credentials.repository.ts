@@ -214,6 +214,37 @@ function vaultQueries(db: Db) {
       return row;
     },
 
+    /**
+     * Locks credentials for decrypted access, in id order so that concurrent batches
+     * cannot deadlock, with their types' field lists. Not scoped by workspace: the
+     * caller checks each row's workspace against its request.
+     */
+    lockCredentials(ids: number[]) {
+      return db
+        .select({ credential: credentials, fields: credentialTypes.schema_definition })
+        .from(credentials)
+        .innerJoin(credentialTypes, eq(credentialTypes.id, credentials.credential_type_id))
+        .where(inArray(credentials.id, ids))
+        .orderBy(asc(credentials.id))
+        .for('update', { of: credentials });
+    },
+
+    /**
+     * The newest audit hash of each credential. Read in its own statement after the
+     * locks are held, so it sees records committed by whoever held them before.
+     */
+    async lastAuditHashes(ids: number[]): Promise<Map<number, string>> {
+      const rows = await db
+        .selectDistinctOn([credentialAuditLogs.credential_id], {
+          credential_id: credentialAuditLogs.credential_id,
+          hash: credentialAuditLogs.hash,
+        })
+        .from(credentialAuditLogs)
+        .where(inArray(credentialAuditLogs.credential_id, ids))
+        .orderBy(credentialAuditLogs.credential_id, desc(credentialAuditLogs.id));
+      return new Map(rows.map((row) => [row.credential_id, row.hash]));
+    },
+
     /** By name: the active one first, then the newest; `environment` narrows when given. */
     async findCredentialByName(workspaceId: string, name: string, environment?: string) {
       const [row] = await db
@@ -291,10 +322,9 @@ function vaultQueries(db: Db) {
       return row?.hash ?? '';
     },
 
-    async insertAudit(row: NewAuditRow): Promise<AuditRow> {
-      const [inserted] = await db.insert(credentialAuditLogs).values(row).returning();
-      if (!inserted) throw new Error('audit insert returned nothing');
-      return inserted;
+    /** Inserts audit records; ids follow the order given, which is chain order. */
+    async insertAudit(...rows: NewAuditRow[]): Promise<void> {
+      if (rows.length > 0) await db.insert(credentialAuditLogs).values(rows);
     },
 
     async listAudit(workspaceId: string, credentialId: number, filter: AuditFilter) {

@@ -62,6 +62,10 @@ const SETTING_DEFAULTS: CredentialSettings = {
 };
 const SETTING_PREFIX = 'credentials.';
 
+/** Decrypted accesses written per transaction, and transactions under way at once. */
+const MAX_BATCH_SIZE = 64;
+const MAX_BATCHES_IN_FLIGHT = 2;
+
 export interface CredentialsDependencies {
   repo: CredentialsRepository;
   keys: VaultKeys;
@@ -108,6 +112,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
   const { repo, keys } = deps;
   const clock = deps.clock ?? (() => new Date());
 
+  /** Appends a chained audit record; call it inside the transaction holding the credential's row lock. */
   async function appendAudit(
     tx: CredentialsRepository,
     auditKey: Buffer,
@@ -178,6 +183,125 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     typeId: row.credential_type_id,
   });
 
+  /** A decrypted access waiting for its batch, with what it resolves to. */
+  interface PendingAccess {
+    request: AccessRequest;
+    id: number;
+    keys: WorkspaceKeys;
+    resolve(data: CredentialData): void;
+    reject(error: unknown): void;
+  }
+  const queue: PendingAccess[] = [];
+  let batchesInFlight = 0;
+
+  /**
+   * Group commit: accesses that arrive while a batch is being written share the next
+   * transaction (one lock query, one multi-row audit insert, one durable commit) instead
+   * of paying a commit each. Every access still gets its own chained record, written
+   * before its plaintext is released; if the transaction fails, every access in it fails.
+   */
+  function schedule(): void {
+    while (batchesInFlight < MAX_BATCHES_IN_FLIGHT && queue.length > 0) {
+      const batch = queue.splice(0, MAX_BATCH_SIZE);
+      batchesInFlight += 1;
+      void runBatch(batch).finally(() => {
+        batchesInFlight -= 1;
+        schedule();
+      });
+    }
+  }
+
+  async function runBatch(batch: PendingAccess[]): Promise<void> {
+    const outcomes = new Map<PendingAccess, { data: CredentialData } | { error: AppError }>();
+    try {
+      await repo.transaction(async (tx) => {
+        const ids = [...new Set(batch.map((pending) => pending.id))];
+        const locked = new Map((await tx.lockCredentials(ids)).map((row) => [row.credential.id, row]));
+        const heads = await tx.lastAuditHashes(ids);
+        const records: Parameters<CredentialsRepository['insertAudit']> = [];
+        for (const pending of batch) {
+          const { request, id } = pending;
+          const entry = locked.get(id);
+          if (!entry || entry.credential.workspace_id !== request.workspaceId) {
+            outcomes.set(pending, { error: credentialNotFound(id) });
+            continue;
+          }
+          const row = entry.credential;
+          const known = new Set(entry.fields.map((f) => f.name));
+          const unknown = (request.fields ?? []).filter((f) => !known.has(f));
+          if (unknown.length > 0) {
+            outcomes.set(pending, {
+              error: validationFailed(
+                unknown.map((f) => ({ field: 'fields', message: `${f} is not a field of this credential` })),
+              ),
+            });
+            continue;
+          }
+          const audit = (action: AuditAction, metadata: Record<string, unknown>) => {
+            const record = chainedRecord({
+              credential_id: id,
+              workspace_id: request.workspaceId,
+              action,
+              user_id: request.userId ?? null,
+              ip_address: request.ipAddress ?? null,
+              metadata: { service_name: request.serviceName, ...metadata },
+              created_at: clock(),
+            });
+            const prevHash = heads.get(id) ?? '';
+            const hash = chainHash(pending.keys.auditKey, prevHash, record);
+            heads.set(id, hash);
+            records.push({ ...record, prev_hash: prevHash, hash });
+          };
+          if (!row.is_active) {
+            audit('access_denied', { reason: 'inactive' });
+            outcomes.set(pending, {
+              error: forbidden('credential_inactive', `credential ${id} is inactive`),
+            });
+            continue;
+          }
+          if (row.expires_at !== null && row.expires_at < clock()) {
+            audit('access_denied', { reason: 'expired' });
+            outcomes.set(pending, {
+              error: forbidden(
+                'credential_expired',
+                `credential ${id} expired at ${row.expires_at.toISOString()}`,
+              ),
+            });
+            continue;
+          }
+          let data: CredentialData;
+          try {
+            data = openCredential<CredentialData>(
+              pending.keys.credentialKey,
+              row.encrypted_data,
+              binding(row),
+            );
+          } catch (error) {
+            if (!(error instanceof EnvelopeError)) throw error;
+            audit('access_failed', { error: error.message });
+            outcomes.set(pending, { error: encryptionKeyError() });
+            continue;
+          }
+          const fields = request.fields ?? Object.keys(data);
+          audit('accessed', { fields_accessed: fields });
+          outcomes.set(pending, {
+            data: Object.fromEntries(fields.filter((f) => f in data).map((f) => [f, data[f]])),
+          });
+        }
+        // Fail closed: the records are committed before any plaintext is handed out below.
+        await tx.insertAudit(...records);
+      });
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    for (const pending of batch) {
+      const outcome = outcomes.get(pending);
+      if (outcome && 'data' in outcome) pending.resolve(outcome.data);
+      else pending.reject(outcome?.error ?? new Error('access left without an outcome'));
+    }
+  }
+
   /** Rule C2: every decrypted read goes through here, in the spec's order of checks. */
   async function access(request: AccessRequest): Promise<CredentialData> {
     let id = request.id;
@@ -190,54 +314,10 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     }
     const credentialId = id;
     const workspaceKeys = await keysOf(request.workspaceId);
-    const outcome = await repo.transaction(async (tx) => {
-      const row = await tx.findCredential(request.workspaceId, credentialId, true);
-      if (!row) throw credentialNotFound(credentialId);
-      const audit = (action: AuditAction, metadata: Record<string, unknown>) =>
-        appendAudit(tx, workspaceKeys.auditKey, {
-          credentialId,
-          workspaceId: request.workspaceId,
-          action,
-          userId: request.userId,
-          ipAddress: request.ipAddress,
-          metadata: { service_name: request.serviceName, ...metadata },
-        });
-      if (!row.is_active) {
-        await audit('access_denied', { reason: 'inactive' });
-        return { refused: forbidden('credential_inactive', `credential ${credentialId} is inactive`) };
-      }
-      if (row.expires_at !== null && row.expires_at < clock()) {
-        await audit('access_denied', { reason: 'expired' });
-        return {
-          refused: forbidden(
-            'credential_expired',
-            `credential ${credentialId} expired at ${row.expires_at.toISOString()}`,
-          ),
-        };
-      }
-      let data: CredentialData;
-      try {
-        data = openCredential<CredentialData>(workspaceKeys.credentialKey, row.encrypted_data, binding(row));
-      } catch (error) {
-        if (!(error instanceof EnvelopeError)) throw error;
-        await audit('access_failed', { error: error.message });
-        return { refused: encryptionKeyError() };
-      }
-      const fields = request.fields ?? Object.keys(data);
-      const type = await tx.findType(request.workspaceId, row.credential_type_id);
-      const known = new Set((type?.schema_definition ?? []).map((f) => f.name));
-      const unknown = fields.filter((f) => !known.has(f));
-      if (unknown.length > 0) {
-        throw validationFailed(
-          unknown.map((f) => ({ field: 'fields', message: `${f} is not a field of this credential` })),
-        );
-      }
-      // Fail closed: the record is written before any plaintext leaves, in this transaction.
-      await audit('accessed', { fields_accessed: fields });
-      return { data: Object.fromEntries(fields.filter((f) => f in data).map((f) => [f, data[f]])) };
+    return new Promise<CredentialData>((resolve, reject) => {
+      queue.push({ request, id: credentialId, keys: workspaceKeys, resolve, reject });
+      schedule();
     });
-    if ('refused' in outcome) throw outcome.refused;
-    return outcome.data;
   }
 
   return {
