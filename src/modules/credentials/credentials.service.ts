@@ -404,7 +404,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       },
     ) {
       const type = await repo.findType(actor.workspaceId, input.credential_type_id);
-      if (!type || !type.is_active) {
+      if (!type?.is_active) {
         throw validationFailed([
           { field: 'body.credential_type_id', message: 'does not name an active credential type' },
         ]);
