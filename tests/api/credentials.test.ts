@@ -499,6 +499,34 @@ describe('delete (rule D)', () => {
     });
   });
 
+  it('overwrites the ciphertext with an encrypted marker before the row goes', async () => {
+    const credential = await createCredential(alice);
+    const [before] = await t.rows<{ encrypted_data: string }>(
+      sql`select encrypted_data from credentials where id = ${credential.id}`,
+    );
+    await t.rows(sql.raw('create table if not exists overwritten (id int, encrypted_data text)'));
+    await t.rows(
+      sql.raw(`create or replace function capture_overwrite() returns trigger language plpgsql as $$
+        begin insert into overwritten values (new.id, new.encrypted_data); return new; end $$`),
+    );
+    await t.rows(
+      sql.raw(`create trigger capture_overwrite after update of encrypted_data on credentials
+        for each row when (new.id = ${credential.id}) execute function capture_overwrite()`),
+    );
+    try {
+      expect((await call(alice, 'DELETE', `/api/credentials/${credential.id}`)).statusCode).toBe(204);
+      const captured = await t.rows<{ encrypted_data: string }>(
+        sql`select encrypted_data from overwritten where id = ${credential.id}`,
+      );
+      expect(captured).toHaveLength(1);
+      expect(captured[0]?.encrypted_data).toMatch(/^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+      expect(captured[0]?.encrypted_data).not.toBe(before?.encrypted_data);
+    } finally {
+      await t.rows(sql.raw('drop trigger capture_overwrite on credentials'));
+      await t.rows(sql.raw('drop table overwritten'));
+    }
+  });
+
   it('skips the archive when the workspace turns it off, and keeps the archive for admins', async () => {
     const owner = await t.newWorkspace();
     await call(owner, 'PUT', '/api/credentials/settings', { archive_audit_on_delete: false });
