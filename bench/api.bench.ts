@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { createBenchPostgres } from './postgres-env.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -99,47 +99,9 @@ async function benchEngine(engine: string, env: NodeJS.ProcessEnv): Promise<Row[
   }
 }
 
-async function postgresEnv(): Promise<{ env: NodeJS.ProcessEnv; drop(): Promise<void> } | undefined> {
-  const admin = {
-    host: process.env.POSTGRES_HOST || '127.0.0.1',
-    port: Number(process.env.POSTGRES_PORT ?? 5432),
-    user: process.env.POSTGRES_USER || 'postgres',
-    password: process.env.POSTGRES_PASSWORD || 'postgres',
-    database: process.env.POSTGRES_DB || 'postgres',
-  };
-  const name = `bench_${process.pid}`;
-  const client = new pg.Client(admin);
-  try {
-    await client.connect();
-  } catch {
-    return undefined;
-  }
-  await client.query(`create database ${name}`);
-  await client.end();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pg-'));
-  return {
-    env: {
-      DATA_DIR: dataDir,
-      POSTGRES_HOST: admin.host,
-      POSTGRES_PORT: String(admin.port),
-      POSTGRES_USER: admin.user,
-      POSTGRES_PASSWORD: admin.password,
-      POSTGRES_DB: name,
-      POSTGRES_POOL_MAX: process.env.POSTGRES_POOL_MAX ?? '10',
-    },
-    drop: async () => {
-      const again = new pg.Client(admin);
-      await again.connect();
-      await again.query(`drop database if exists ${name} with (force)`);
-      await again.end();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
 const engines = (process.env.BENCH_ENGINES ?? 'postgres,pglite').split(',');
 const rows: Row[] = [];
-const postgres = engines.includes('postgres') ? await postgresEnv() : undefined;
+const postgres = engines.includes('postgres') ? await createBenchPostgres('bench_api') : undefined;
 if (postgres) {
   try {
     rows.push(...(await benchEngine('PostgreSQL', postgres.env)));

@@ -11,7 +11,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { boot } from '../src/boot.ts';
 import { loadConfig } from '../src/config.ts';
 import {
@@ -20,6 +19,7 @@ import {
   openCredential,
   sealCredential,
 } from '../src/lib/crypto/envelope.ts';
+import { createBenchPostgres } from './postgres-env.ts';
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ACCESS_OPS = Number(process.env.BENCH_ACCESS_OPS ?? 10_000);
@@ -116,46 +116,8 @@ function benchEncryption(): Row[] {
   ];
 }
 
-async function postgresEnv() {
-  const admin = {
-    host: process.env.POSTGRES_HOST || '127.0.0.1',
-    port: Number(process.env.POSTGRES_PORT ?? 5432),
-    user: process.env.POSTGRES_USER || 'postgres',
-    password: process.env.POSTGRES_PASSWORD || 'postgres',
-    database: process.env.POSTGRES_DB || 'postgres',
-  };
-  const name = `bench_vault_${process.pid}`;
-  const client = new pg.Client(admin);
-  try {
-    await client.connect();
-  } catch {
-    return undefined;
-  }
-  await client.query(`create database ${name}`);
-  await client.end();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-vault-pg-'));
-  return {
-    env: {
-      DATA_DIR: dataDir,
-      POSTGRES_HOST: admin.host,
-      POSTGRES_PORT: String(admin.port),
-      POSTGRES_USER: admin.user,
-      POSTGRES_PASSWORD: admin.password,
-      POSTGRES_DB: name,
-      POSTGRES_POOL_MAX: process.env.POSTGRES_POOL_MAX ?? '10',
-    },
-    drop: async () => {
-      const again = new pg.Client(admin);
-      await again.connect();
-      await again.query(`drop database if exists ${name} with (force)`);
-      await again.end();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
 const rows: Row[] = [...benchEncryption()];
-const postgres = await postgresEnv();
+const postgres = await createBenchPostgres('bench_vault');
 if (postgres) {
   try {
     rows.push(...(await benchEngine('PostgreSQL', postgres.env)));
