@@ -58,6 +58,13 @@ async function main(): Promise<string> {
     }
   } else {
     let identity = readDevIdentity(config.dataDir);
+    if (!identity && config.database.kind === 'pglite' && readLockHolder(config.dataDir)) {
+      // The service is starting on this directory and writes the identity as it boots.
+      identity = await waitFor(
+        () => readDevIdentity(config.dataDir),
+        'the starting service to set up the workspace',
+      );
+    }
     if (!identity) {
       const { database } = await boot(config);
       await database.close();
@@ -67,6 +74,16 @@ async function main(): Promise<string> {
     workspaceId = identity.workspace_id;
   }
   return JSON.stringify({ token, workspace_id: workspaceId, user_id: userId });
+}
+
+async function waitFor<T>(probe: () => T | undefined, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 async function createThroughService(url: string, token: string, name: string): Promise<string> {
