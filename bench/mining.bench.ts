@@ -1,8 +1,10 @@
 /**
  * `npm run bench:mining`: our FP-Growth against node-fpgrowth on the FIMI datasets of issue 4, plus whole
- * `mine` CLI processes against the native reference figures. Every measurement runs in a fresh child
- * process (compiled to JavaScript first, so tsx adds neither time nor memory), and the child's peak RSS
- * (process.resourceUsage().maxRSS) is the memory figure. Exits with 1 if any count is wrong.
+ * `mine` CLI processes against the native reference figures. Each engine runs in a fresh child process
+ * per case (compiled to JavaScript first, so tsx adds neither time nor memory), the same way for both:
+ * the first run is reported as the cold figure, then after warming up for WARM_UP_MS the median of TIMED_RUNS is
+ * the steady-state (warm) figure; the child's peak RSS after its first run is the memory figure. Exits
+ * with 1 if any count is wrong.
  */
 
 import { spawnSync } from 'node:child_process';
@@ -15,10 +17,15 @@ import { mineIntegerItemsets } from '../src/lib/mining/fp-growth.ts';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dataDir = join(root, '..', 'shared', 'data', 'fim');
 const compiledDir = join(root, 'node_modules', '.cache', 'mining-bench');
-const REFERENCE_TIMEOUT_MS = 120_000;
+const REFERENCE_TIMEOUT_MS = 300_000;
 const CLI_RUNS = 5;
-/** Fresh-process runs per engine and case; the table shows the median time and the highest peak. */
-const ENGINE_RUNS = 3;
+/**
+ * Warm-up after the cold run, before the timed ones: runs until this much time has passed (at least
+ * one), the same rule for both engines, so that V8 has optimised even a 30 ms engine's hot code.
+ */
+const WARM_UP_MS = 2_000;
+/** Timed runs per engine and case once warm; the table shows their median. */
+const TIMED_RUNS = 3;
 
 interface BenchCase {
   name: string;
@@ -79,7 +86,11 @@ const CASES: BenchCase[] = [
 /** What a child process reports for one engine on one case. */
 interface ChildResult {
   count: number;
-  mineMs: number;
+  /** The first run in the process, V8 warm-up included. */
+  coldMs: number;
+  /** Median of TIMED_RUNS after warming up. */
+  warmMs: number;
+  /** maxRSS after the first run: later runs reuse the same heap, so this is the run's own peak. */
   peakRssMb: number;
   rssBeforeMb: number;
 }
@@ -87,29 +98,54 @@ interface ChildResult {
 const mb = (bytes: number): number => bytes / 1024 / 1024;
 
 /**
- * Child side: parse once, expand to number[][] (the input both engines get), then run one engine once,
- * cold, counting every itemset it produces.
+ * Child side: parse once, expand to number[][] (the input both engines get), then run one engine
+ * once cold, for WARM_UP_MS to warm up, then TIMED_RUNS times on it, counting every itemset each run produces. A full GC before
+ * each run (the child runs with --expose-gc) keeps one run's garbage out of the next one's time.
  */
 async function runChild(engine: string, file: string, minSupport: number): Promise<void> {
   const transactions = toArrays(parseFimi(readFileSync(file)));
-  const rssBeforeMb = mb(process.memoryUsage().rss);
-  let count = 0;
-  const started = performance.now();
-  if (engine === 'ours') {
-    mineIntegerItemsets(transactions, { minSupport }, () => {
-      count++;
-    });
-  } else {
-    // Imported here so that our engine's child never loads it. node-fpgrowth takes a fraction and uses ceil(fraction * n): aim half a transaction low.
-    const { FPGrowth } = await import('node-fpgrowth');
+  // Imported here, and only for its own child, so that our engine's child never loads it.
+  const FPGrowth = engine === 'ours' ? undefined : (await import('node-fpgrowth')).FPGrowth;
+  const mine = async (): Promise<number> => {
+    if (FPGrowth === undefined) {
+      let count = 0;
+      mineIntegerItemsets(transactions, { minSupport }, () => {
+        count++;
+      });
+      return count;
+    }
+    // node-fpgrowth takes a fraction and uses ceil(fraction * n): aim half a transaction low.
     const miner = new FPGrowth<number>((minSupport - 0.5) / transactions.length);
-    count = (await miner.exec(transactions)).length;
-  }
-  const mineMs = performance.now() - started;
+    return (await miner.exec(transactions)).length;
+  };
+  const collect = (globalThis as { gc?: () => void }).gc ?? (() => {});
+  collect();
+  const rssBeforeMb = mb(process.memoryUsage().rss);
+  let count = -1;
+  let peakRssMb = 0;
+  const timedRun = async (): Promise<number> => {
+    collect();
+    const started = performance.now();
+    const runCount = await mine();
+    const ms = performance.now() - started;
+    if (count >= 0 && runCount !== count)
+      throw new Error(`a run gave ${runCount} itemsets, the first ${count}`);
+    count = runCount;
+    return ms;
+  };
+  const coldMs = await timedRun();
+  peakRssMb = process.resourceUsage().maxRSS / 1024;
+  const warmUpEnd = performance.now() + WARM_UP_MS;
+  do await timedRun();
+  while (performance.now() < warmUpEnd);
+  const timed: number[] = [];
+  for (let r = 0; r < TIMED_RUNS; r++) timed.push(await timedRun());
+  timed.sort((a, b) => a - b);
   const result: ChildResult = {
     count,
-    mineMs,
-    peakRssMb: process.resourceUsage().maxRSS / 1024,
+    coldMs,
+    warmMs: timed[Math.floor(timed.length / 2)] as number,
+    peakRssMb,
     rssBeforeMb,
   };
   process.stdout.write(JSON.stringify(result));
@@ -140,23 +176,11 @@ async function compile(): Promise<void> {
   writeFileSync(join(compiledDir, 'package.json'), '{"type":"module"}\n');
 }
 
-/** Runs `engine` ENGINE_RUNS times in fresh processes: median time, highest peak, or the first failure. */
-function childRuns(engine: string, c: BenchCase): ChildResult | string {
-  const results: ChildResult[] = [];
-  for (let r = 0; r < ENGINE_RUNS; r++) {
-    const result = child(engine, c);
-    if (typeof result === 'string') return result;
-    results.push(result);
-  }
-  results.sort((a, b) => a.mineMs - b.mineMs);
-  const median = results[Math.floor(results.length / 2)] as ChildResult;
-  return { ...median, peakRssMb: Math.max(...results.map((r) => r.peakRssMb)) };
-}
-
 function child(engine: string, c: BenchCase): ChildResult | string {
   const run = spawnSync(
     process.execPath,
     [
+      '--expose-gc',
       join(compiledDir, 'bench/mining.bench.js'),
       '--child',
       engine,
@@ -211,25 +235,25 @@ async function main(): Promise<void> {
   }
   await compile();
   console.log(
-    `Mining engine vs node-fpgrowth: median of ${ENGINE_RUNS} cold runs, each in a fresh Node process (compiled JS).`,
+    `Mining engine vs node-fpgrowth, one fresh Node process per engine and case (compiled JS). Cold = the first run in the process; warm = median of ${TIMED_RUNS} runs after ${WARM_UP_MS / 1000} s of warm-up runs, a full GC before each run, the same for both engines.`,
   );
   console.log(
-    'Both get the same number[][] parsed from the file; mining time excludes parsing; both produce',
+    'Both get the same number[][] parsed from the file; mining time excludes parsing; both produce every itemset',
   );
   console.log(
-    "every itemset (ours through its callback, node-fpgrowth in its result array). Peak = the child's",
+    "(ours through its callback, node-fpgrowth in its result array). Peak = the child's maxRSS after its first run",
   );
   console.log(
-    `maxRSS (whole process, Node itself included; RSS before mining in brackets). Reference timeout ${REFERENCE_TIMEOUT_MS / 1000} s.\n`,
+    `(whole process, Node itself included; RSS before mining in brackets). Child timeout ${REFERENCE_TIMEOUT_MS / 1000} s.\n`,
   );
-  const header = `${'case'.padEnd(18)}${pad('itemsets', 9)}${pad('ours ms', 9)}${pad('ours MB', 14)}${pad('ref ms', 9)}${pad('ref MB', 14)}${pad('ratio', 8)}`;
+  const header = `${'case'.padEnd(18)}${pad('itemsets', 9)}${pad('ours cold', 10)}${pad('warm ms', 9)}${pad('ours MB', 11)}${pad('ref cold', 10)}${pad('warm ms', 9)}${pad('ref MB', 11)}${pad('cold x', 8)}${pad('warm x', 8)}`;
   console.log(header);
   let failures = 0;
   const rows: { c: BenchCase; ours: ChildResult }[] = [];
   for (const c of CASES) {
     const label = `${c.name}@${c.minSupport}`.padEnd(18);
-    const ours = childRuns('ours', c);
-    const ref = childRuns('node-fpgrowth', c);
+    const ours = child('ours', c);
+    const ref = child('node-fpgrowth', c);
     if (typeof ours === 'string') {
       console.log(`${label} ours ${ours}`);
       failures++;
@@ -241,16 +265,16 @@ async function main(): Promise<void> {
       failures++;
     }
     const memory = (r: ChildResult) => `${r.peakRssMb.toFixed(0)} (${r.rssBeforeMb.toFixed(0)})`;
-    let refCells = `${pad(typeof ref === 'string' ? ref : '', 31)}`;
+    let refCells = pad(typeof ref === 'string' ? ref : '', 46);
     if (typeof ref !== 'string') {
       if (ref.count !== c.expected) {
         console.log(`${label} node-fpgrowth count ${ref.count} differs from expected ${c.expected}`);
         failures++;
       }
-      refCells = `${pad(ref.mineMs.toFixed(0), 9)}${pad(memory(ref), 14)}${pad(`${(ref.mineMs / ours.mineMs).toFixed(1)}x`, 8)}`;
+      refCells = `${pad(ref.coldMs.toFixed(0), 10)}${pad(ref.warmMs.toFixed(0), 9)}${pad(memory(ref), 11)}${pad(`${(ref.coldMs / ours.coldMs).toFixed(1)}x`, 8)}${pad(`${(ref.warmMs / ours.warmMs).toFixed(1)}x`, 8)}`;
     }
     console.log(
-      `${label}${pad(String(ours.count), 9)}${pad(ours.mineMs.toFixed(1), 9)}${pad(memory(ours), 14)}${refCells}`,
+      `${label}${pad(String(ours.count), 9)}${pad(ours.coldMs.toFixed(1), 10)}${pad(ours.warmMs.toFixed(1), 9)}${pad(memory(ours), 11)}${refCells}`,
     );
   }
 
