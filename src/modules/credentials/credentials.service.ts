@@ -34,6 +34,18 @@ export interface VaultActor {
   ipAddress?: string;
 }
 
+/** A workspace's own credential type, as its admin describes it. */
+export interface NewCredentialType {
+  name: string;
+  display_name: string;
+  category: string;
+  icon?: string | null;
+  logo?: string | null;
+  description?: string | null;
+  schema_definition: FieldDefinition[];
+  test_endpoint?: TestEndpoint | null;
+}
+
 /** A decrypted-access request from anywhere in the platform (rule C2). */
 export interface AccessRequest {
   workspaceId: string;
@@ -334,27 +346,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       return type;
     },
 
-    async createType(
-      actor: VaultActor,
-      input: Omit<
-        CredentialTypeRow,
-        | 'id'
-        | 'workspace_id'
-        | 'is_system'
-        | 'is_active'
-        | 'created_at'
-        | 'updated_at'
-        | 'icon'
-        | 'logo'
-        | 'description'
-        | 'test_endpoint'
-      > & {
-        icon?: string | null;
-        logo?: string | null;
-        description?: string | null;
-        test_endpoint?: TestEndpoint | null;
-      },
-    ) {
+    async createType(actor: VaultActor, input: NewCredentialType) {
       const errors = checkFieldDefinitions(input.schema_definition);
       const names = new Set(input.schema_definition.map((f) => f.name));
       const endpoint = input.test_endpoint;
