@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { FieldDefinition } from '../../lib/credential-fields.ts';
 import {
   changedFieldNames,
   checkFieldDefinitions,
-  type FieldDefinition,
   MASK,
   maskCredentialData,
   prepareCredentialData,

@@ -1,8 +1,6 @@
 import type { FieldError } from '../../errors.ts';
 import type { FieldDefinition } from '../../lib/credential-fields.ts';
 
-export type { FieldDefinition };
-
 export type CredentialData = Record<string, unknown>;
 
 /** Shown instead of a secret value. */

@@ -686,5 +686,3 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 }
 
 export type CredentialsService = ReturnType<typeof createCredentialsService>;
-
-export type { FieldDefinition };
