@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type MiningOptions, mineIntegerItemsets, mineItemsets, resolveMinSupport } from './fp-growth.ts';
+import {
+  type MiningOptions,
+  mineIntegerItemsets,
+  mineItemsets,
+  mineTransactionTable,
+  resolveMinSupport,
+} from './fp-growth.ts';
 
 /** Deterministic PRNG so that a failing case can be replayed from its seed. */
 function random(seed: number): () => number {
@@ -211,6 +217,11 @@ describe('edge cases', () => {
       RangeError,
     );
     expect(() => mineIntegerItemsets([[-1]], { minSupport: 1 }, () => {})).toThrow(RangeError);
+    // A table is checked while counting supports, also when a huge id sends it to dense renumbering first.
+    for (const items of [Int32Array.of(3, -1), Int32Array.of(2 ** 31 - 1, -1)]) {
+      const table = { items, offsets: Int32Array.of(0, 2) };
+      expect(() => mineTransactionTable(table, { minSupport: 1 }, () => {})).toThrow(RangeError);
+    }
   });
 
   it('maps large integer ids without allocating arrays indexed by id', () => {

@@ -269,12 +269,12 @@ class FpGrowthMiner {
   private segs = 0;
 
   // The top level as rows and per-item buckets of their prefixes (see loadTopRows).
-  private rowItems = new Int32Array(0);
-  private rowStart = new Int32Array(0);
+  private rowItems: Int32Array = new Int32Array(0);
+  private rowStart: Int32Array = new Int32Array(0);
   private rowWeight: Int32Array = new Int32Array(0);
   private rowHash: Int32Array = new Int32Array(0);
-  private pathLength = new Float64Array(0);
-  private rowCount = new Int32Array(0);
+  private pathLength: Float64Array = new Float64Array(0);
+  private rowCount: Int32Array = new Int32Array(0);
   private bucketStart = new Int32Array(0);
   private bucketSegStart = new Int32Array(0);
   private chunkItems = new Int32Array(0);
@@ -378,10 +378,10 @@ class FpGrowthMiner {
    * transactions share their common prefix, so a stack of the previous path replaces any child lookup.
    */
   buildTopTree(db: PreparedDatabase): void {
-    const { flat, starts, lengths, weights, hashes, rows, itemSupport, itemHash } = db;
+    const { rowItems: flat, rowStart, weights, hashes, rows, itemSupport, itemHash } = db;
     const k = itemSupport.length;
     const closed = this.closed;
-    this.ensureNodes(flat.length + 1);
+    this.ensureNodes((rowStart[rows] as number) + 1);
     this.ensureHeaders(k);
     const nodes = this.nodes;
     const hash = this.nHash;
@@ -402,8 +402,8 @@ class FpGrowthMiner {
     let prevStart = 0;
     let prevLen = 0;
     for (let t = 0; t < rows; t++) {
-      const start = starts[t] as number;
-      const len = lengths[t] as number;
+      const start = rowStart[t] as number;
+      const len = (rowStart[t + 1] as number) - start;
       const w = weights[t] as number;
       const h = hashes[t] as number;
       let d = 0;
@@ -439,7 +439,7 @@ class FpGrowthMiner {
    * (see fillChunk), and pass 1 then reads a bucket straight through.
    */
   loadTopRows(db: PreparedDatabase): void {
-    const { flat, starts, lengths, rows, itemSupport, itemHash } = db;
+    const { itemSupport, itemHash } = db;
     const k = itemSupport.length;
     const closed = this.closed;
     this.ensureHeaders(k);
@@ -449,28 +449,12 @@ class FpGrowthMiner {
       if (closed) this.hHash[r] = itemHash[r] as number;
     }
     this.hTop = k;
-    const rowStart = new Int32Array(rows + 1);
-    for (let t = 0; t < rows; t++) rowStart[t + 1] = (rowStart[t] as number) + (lengths[t] as number);
-    const rowItems = new Int32Array(rowStart[rows] as number);
-    const pathLength = new Float64Array(k);
-    const rowCount = new Int32Array(k);
-    for (let t = 0; t < rows; t++) {
-      const start = starts[t] as number;
-      const len = lengths[t] as number;
-      const to = rowStart[t] as number;
-      for (let i = 0; i < len; i++) {
-        const r = flat[start + i] as number;
-        rowItems[to + i] = r;
-        pathLength[r] = (pathLength[r] as number) + i;
-        rowCount[r] = (rowCount[r] as number) + 1;
-      }
-    }
-    this.rowItems = rowItems;
-    this.rowStart = rowStart;
+    this.rowItems = db.rowItems;
+    this.rowStart = db.rowStart;
     this.rowWeight = db.weights;
     this.rowHash = db.hashes;
-    this.pathLength = pathLength;
-    this.rowCount = rowCount;
+    this.pathLength = db.pathLength;
+    this.rowCount = db.rowCount;
     this.bucketStart = new Int32Array(k);
     this.bucketSegStart = new Int32Array(k);
     this.chunkLow = k;
@@ -976,10 +960,10 @@ class FpGrowthMiner {
 
 /** Transactions after renumbering, sorting and merging, ready for the top-level tree. */
 interface PreparedDatabase {
-  /** Rank lists, each sorted ascending (most frequent item first). */
-  flat: Int32Array;
-  starts: Int32Array;
-  lengths: Int32Array;
+  /** Distinct rows back to back in lexicographic order, each a rank list sorted ascending. */
+  rowItems: Int32Array;
+  /** rows + 1 offsets into rowItems. */
+  rowStart: Int32Array;
   /** How many identical transactions each row stands for. */
   weights: Int32Array;
   /** Closed mode: a random hash per row, summed along the tree to fingerprint transaction sets. */
@@ -987,6 +971,10 @@ interface PreparedDatabase {
   rows: number;
   itemSupport: Int32Array;
   itemHash: Int32Array;
+  /** Per rank: the sum over its occurrences of their positions in their rows (its prefix items). */
+  pathLength: Float64Array;
+  /** Per rank: the number of rows that contain it. */
+  rowCount: Int32Array;
   /**
    * Whether the top level runs on rows (loadTopRows) rather than a tree: when rows share few prefixes,
    * scanning them costs about as many steps as walking the tree, and the steps are sequential.
@@ -1051,25 +1039,50 @@ function sortRows(
   return order;
 }
 
-/** Everything before the search: supports, renumbering, sorted and merged rows. */
+/**
+ * Item ids at or above this, and above DENSE_ID_FACTOR times the number of item occurrences, are
+ * renumbered densely before mining rather than used to index arrays.
+ */
+const HUGE_ID = 1 << 24;
+const DENSE_ID_FACTOR = 8;
+
+/**
+ * Everything before the search: supports, renumbering, sorted and merged rows. Returns undefined when
+ * item ids are too sparse to index arrays by (the caller renumbers them first). Each phase is one plain
+ * loop over typed arrays: this runs once per mine, mostly before V8 has optimised it.
+ */
 function prepare(
   table: TransactionTable,
-  universe: number,
   minSupport: number,
   closed: boolean,
-): { db: PreparedDatabase; labels: Int32Array; k: number; topPerfect: Int32Array } {
+): { db: PreparedDatabase; labels: Int32Array; k: number; topPerfect: Int32Array } | undefined {
   const { items, offsets } = table;
   const n = offsets.length - 1;
 
-  // Item supports, counting an item once per transaction even when it is listed twice.
-  const support = new Int32Array(universe);
-  const seen = new Int32Array(universe).fill(-1);
+  // Item supports, counting an item once per transaction even when it is listed twice (seen holds the
+  // last transaction + 1 that counted it). The arrays grow with the largest id met, which also checks
+  // the ids without a separate pass.
+  let universe = 1024;
+  let support = new Int32Array(universe);
+  let seen = new Int32Array(universe);
   for (let t = 0; t < n; t++) {
     const end = offsets[t + 1] as number;
+    const stamp = t + 1;
     for (let i = offsets[t] as number; i < end; i++) {
       const v = items[i] as number;
-      if (seen[v] !== t) {
-        seen[v] = t;
+      if (v >= universe || v < 0) {
+        if (v < 0) throw new RangeError(`items must be non-negative, got ${v}`);
+        if (v >= HUGE_ID && v >= DENSE_ID_FACTOR * items.length) return undefined;
+        universe = Math.max(v + 1, universe * 2);
+        const grownSupport = new Int32Array(universe);
+        grownSupport.set(support);
+        support = grownSupport;
+        const grownSeen = new Int32Array(universe);
+        grownSeen.set(seen);
+        seen = grownSeen;
+      }
+      if (seen[v] !== stamp) {
+        seen[v] = stamp;
         support[v] = (support[v] as number) + 1;
       }
     }
@@ -1102,15 +1115,16 @@ function prepare(
   const lengths = new Int32Array(n);
   let rows = 0;
   let pos = 0;
-  seen.fill(-1);
+  seen.fill(0);
   for (let t = 0; t < n; t++) {
     const start = pos;
     const end = offsets[t + 1] as number;
+    const stamp = t + 1;
     for (let i = offsets[t] as number; i < end; i++) {
       const v = items[i] as number;
       const r = rank[v] as number;
-      if (r < 0 || r >= k || seen[v] === t) continue;
-      seen[v] = t;
+      if (r < 0 || r >= k || seen[v] === stamp) continue;
+      seen[v] = stamp;
       let p = pos++;
       while (p > start && (flat[p - 1] as number) > r) {
         flat[p] = flat[p - 1] as number;
@@ -1125,65 +1139,68 @@ function prepare(
     }
   }
 
-  // Sort rows and merge identical ones with a count: the top tree is then built without child lookups.
+  // Sort rows and merge identical ones with a count, copying them back to back in sorted order: the
+  // top tree is then built without child lookups, and the top-level row scans read memory in order.
   const order = sortRows(flat, starts, lengths, rows, k);
-  const mStarts = new Int32Array(rows);
-  const mLengths = new Int32Array(rows);
+  const rowItems = new Int32Array(pos);
+  const rowStart = new Int32Array(rows + 1);
   const weights = new Int32Array(rows);
   const hashes = new Int32Array(rows);
   const itemHash = new Int32Array(k);
+  const pathLength = new Float64Array(k);
+  const rowCount = new Int32Array(k);
   const random = createRandom(0x9e3779b9);
-  let merged = -1;
+  let merged = 0;
+  let used = 0;
+  let prevStart = 0;
+  let prevLen = -1;
   let rowSteps = 0;
   let treeSteps = 0;
   for (let o = 0; o < rows; o++) {
     const t = order[o] as number;
     const start = starts[t] as number;
     const len = lengths[t] as number;
-    if (merged >= 0 && mLengths[merged] === len) {
-      const ps = mStarts[merged] as number;
-      let same = true;
-      for (let i = 0; i < len && same; i++) same = flat[start + i] === flat[ps + i];
-      if (same) {
-        weights[merged] = (weights[merged] as number) + 1;
-        continue;
-      }
-    }
-    // Steps of pass 1 at the top level: a tree walk visits each node's ancestors, a row scan each
-    // occurrence's prefix; the shared prefix with the previous sorted row is what the tree saves.
+    // The shared prefix with the previous distinct row: all of it means a duplicate; otherwise it is
+    // what the tree saves over a row scan in steps of pass 1 at the top level (a tree walk visits each
+    // node's ancestors, a row scan each occurrence's prefix).
+    const lim = len < prevLen ? len : prevLen;
     let shared = 0;
-    if (merged >= 0) {
-      const ps = mStarts[merged] as number;
-      const lim = Math.min(len, mLengths[merged] as number);
-      while (shared < lim && flat[start + shared] === flat[ps + shared]) shared++;
+    while (shared < lim && flat[start + shared] === rowItems[prevStart + shared]) shared++;
+    if (shared === len && len === prevLen) {
+      weights[merged - 1] = (weights[merged - 1] as number) + 1;
+      continue;
     }
     const rowWalk = (len * (len - 1)) / 2;
     rowSteps += rowWalk;
     treeSteps += rowWalk - (shared * (shared - 1)) / 2;
-    merged++;
-    mStarts[merged] = start;
-    mLengths[merged] = len;
-    weights[merged] = 1;
-    if (closed) {
-      const h = random();
-      hashes[merged] = h;
-      for (let i = 0; i < len; i++) {
-        const r = flat[start + i] as number;
-        itemHash[r] = ((itemHash[r] as number) + h) | 0;
-      }
+    const h = closed ? random() : 0;
+    for (let i = 0; i < len; i++) {
+      const r = flat[start + i] as number;
+      rowItems[used + i] = r;
+      pathLength[r] = (pathLength[r] as number) + i;
+      rowCount[r] = (rowCount[r] as number) + 1;
+      if (closed) itemHash[r] = ((itemHash[r] as number) + h) | 0;
     }
+    hashes[merged] = h;
+    weights[merged] = 1;
+    prevStart = used;
+    prevLen = len;
+    used += len;
+    merged++;
+    rowStart[merged] = used;
   }
   const itemSupport = new Int32Array(k);
   for (let r = 0; r < k; r++) itemSupport[r] = support[labels[r] as number] as number;
   const db: PreparedDatabase = {
-    flat,
-    starts: mStarts,
-    lengths: mLengths,
+    rowItems,
+    rowStart: rowStart.subarray(0, merged + 1),
     weights,
     hashes,
-    rows: merged + 1,
+    rows: merged,
     itemSupport,
     itemHash,
+    pathLength,
+    rowCount,
     sparse: rowSteps <= ROWS_MAX_EXTRA_STEPS * treeSteps,
   };
   return { db, labels, k, topPerfect };
@@ -1202,20 +1219,16 @@ export function mineTransactionTable(
   checkOptions(options);
   const n = table.offsets.length - 1;
   const minSupport = resolveMinSupport(options.minSupport, n);
-  let max = -1;
-  const items = table.items;
-  for (let i = 0; i < items.length; i++) {
-    const v = items[i] as number;
-    if (v < 0) throw new RangeError(`items must be non-negative, got ${v}`);
-    if (v > max) max = v;
-  }
-  if (max >= 1 << 24 && max >= 8 * items.length) {
+  const prepared = prepare(table, minSupport, options.mode === 'closed');
+  if (prepared === undefined) {
     // Sparse huge ids: renumber them densely first rather than allocate arrays indexed by id.
+    const items = table.items;
     const ids = new Map<number, number>();
     const original: number[] = [];
     const dense = new Int32Array(items.length);
     for (let i = 0; i < items.length; i++) {
       const v = items[i] as number;
+      if (v < 0) throw new RangeError(`items must be non-negative, got ${v}`);
       let id = ids.get(v);
       if (id === undefined) {
         id = original.length;
@@ -1230,7 +1243,7 @@ export function mineTransactionTable(
       onItemset(buffer, length, support);
     });
   }
-  const { db, labels, k, topPerfect } = prepare(table, max + 1, minSupport, options.mode === 'closed');
+  const { db, labels, k, topPerfect } = prepared;
   const miner = new FpGrowthMiner(labels, minSupport, options, onItemset);
   if (k > 0 && db.sparse) miner.loadTopRows(db);
   else if (k > 0) miner.buildTopTree(db);
