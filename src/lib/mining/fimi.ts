@@ -16,27 +16,26 @@ export function parseFimi(bytes: Uint8Array): TransactionTable {
   let offsets = new Int32Array(Math.max(1024, bytes.length >> 4));
   let count = 0;
   let rows = 0;
-  let value = 0;
-  let inNumber = false;
   const n = bytes.length;
-  // One loop with no closure: variables a closure writes live in a heap context, which would slow every
-  // access in this loop.
-  for (let i = 0; i <= n; i++) {
-    const b = i < n ? (bytes[i] as number) : 10;
+  // Plain loops with no closure (variables a closure writes live in a heap context, which would slow
+  // every access): an inner loop reads each number's digits, the outer one the separators.
+  let i = 0;
+  while (i < n) {
+    let b = bytes[i] as number;
     if (b >= 48 && b <= 57) {
-      value = value * 10 + (b - 48);
-      inNumber = true;
+      let value = b - 48;
+      i++;
+      while (i < n) {
+        b = bytes[i] as number;
+        if (b < 48 || b > 57) break;
+        value = value * 10 + (b - 48);
+        i++;
+      }
       if (value > 0x7fffffff) throw new RangeError(`FIMI line ${rows + 1}: item id too large`);
+      items[count++] = value;
       continue;
     }
-    if (inNumber) {
-      items[count++] = value;
-      value = 0;
-      inNumber = false;
-    }
     if (b === 10) {
-      // The virtual newline after the last byte ends an unterminated last line, and nothing else.
-      if (i === n && count === offsets[rows]) break;
       rows++;
       if (rows >= offsets.length) {
         const next = new Int32Array(offsets.length * 2);
@@ -49,6 +48,17 @@ export function parseFimi(bytes: Uint8Array): TransactionTable {
         `FIMI line ${rows + 1}: unexpected character ${JSON.stringify(String.fromCharCode(b))}`,
       );
     }
+    i++;
+  }
+  // An unterminated last line with items is a transaction too.
+  if (count > (offsets[rows] as number)) {
+    rows++;
+    if (rows >= offsets.length) {
+      const next = new Int32Array(offsets.length + 1);
+      next.set(offsets);
+      offsets = next;
+    }
+    offsets[rows] = count;
   }
   return { items: items.slice(0, count), offsets: offsets.slice(0, rows + 1) };
 }
