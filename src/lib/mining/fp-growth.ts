@@ -982,6 +982,9 @@ interface PreparedDatabase {
   sparse: boolean;
 }
 
+/** Runs of at most this many rows tied on their packed prefix are sorted by insertion. */
+const SMALL_RUN = 16;
+
 /**
  * Sorts rows lexicographically. Rows are keyed by their first few ranks packed into one float (with the
  * row index in the low digits), so a typed-array sort does almost all of the work; only rows that tie
@@ -1022,19 +1025,33 @@ function sortRows(
     }
     return ea - i - (eb - j);
   };
+  // keys[o] - order[o] is row order[o]'s packed prefix times `rows`: equal for rows tied on it.
   let runStart = 0;
-  for (let t = 1; t <= rows; t++) {
-    if (t < rows && Math.floor((keys[t] as number) / rows) === Math.floor((keys[runStart] as number) / rows))
-      continue;
-    if (t - runStart > 1) {
+  let runKey = (keys[0] as number) - (order[0] as number);
+  for (let o = 1; o <= rows; o++) {
+    const key = o < rows ? (keys[o] as number) - (order[o] as number) : -1;
+    if (key === runKey) continue;
+    if (o - runStart > 1) {
       let needs = false;
-      for (let i = runStart; i < t && !needs; i++) needs = (lengths[order[i] as number] as number) > width;
-      if (needs) {
-        const run = Array.from(order.subarray(runStart, t)).sort(compare);
+      for (let i = runStart; i < o && !needs; i++) needs = (lengths[order[i] as number] as number) > width;
+      if (needs && o - runStart > SMALL_RUN) {
+        const run = Array.from(order.subarray(runStart, o)).sort(compare);
         order.set(run, runStart);
+      } else if (needs) {
+        // Insertion sort from rank `width` on: most tied runs are a few rows.
+        for (let i = runStart + 1; i < o; i++) {
+          const t = order[i] as number;
+          let j = i;
+          while (j > runStart && compare(order[j - 1] as number, t) > 0) {
+            order[j] = order[j - 1] as number;
+            j--;
+          }
+          order[j] = t;
+        }
       }
     }
-    runStart = t;
+    runStart = o;
+    runKey = key;
   }
   return order;
 }
