@@ -469,7 +469,10 @@ describe('update (rule C3)', () => {
     const second = await createCredential(alice, { name: 'unique-name' });
     const reactivate = await call(alice, 'PUT', `/api/credentials/${first.id}`, { is_active: true });
     expect(reactivate.statusCode).toBe(409);
-    expect(reactivate.json().code).toBe('duplicate_credential');
+    expect(reactivate.json()).toMatchObject({
+      code: 'duplicate_credential',
+      detail: 'an active credential named "unique-name" already exists in environment production',
+    });
     const other = await createCredential(alice);
     expect(
       (await call(alice, 'PUT', `/api/credentials/${other.id}`, { name: 'unique-name' })).statusCode,

@@ -479,10 +479,13 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       },
     ) {
       const workspaceKeys = await keysOf(actor.workspaceId);
+      // The name and environment the credential would end with, for the duplicate message.
+      let target = { name: input.name ?? '', environment: input.environment ?? '' };
       try {
         return await repo.transaction(async (tx) => {
           const row = await tx.findCredential(actor.workspaceId, id, true);
           if (!row) throw credentialNotFound(id);
+          target = { name: input.name ?? row.name, environment: input.environment ?? row.environment };
           const type = await typeOf(actor.workspaceId, row.credential_type_id, tx);
           const changes: Partial<CredentialRow> = {};
           const audited: Record<string, { old: unknown; new: unknown }> = {};
@@ -546,8 +549,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           return present(updated, type.name);
         });
       } catch (error) {
-        if (isUniqueViolation(error))
-          throw duplicate(input.name ?? 'this', input.environment ?? 'its environment');
+        if (isUniqueViolation(error)) throw duplicate(target.name, target.environment);
         throw error;
       }
     },
