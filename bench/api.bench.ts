@@ -24,7 +24,7 @@ interface Server {
 }
 
 async function startServer(env: NodeJS.ProcessEnv): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/api-server.ts'], {
+  const child = spawn(process.execPath, ['bench/api-server.ts'], {
     cwd: root,
     env: { PATH: process.env.PATH, NODE_ENV: 'development', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -1,22 +1,22 @@
 /**
  * `npm run bench:mining`: our FP-Growth against node-fpgrowth on the FIMI datasets of issue 4, plus whole
  * `mine` CLI processes against the native reference figures. Each engine runs in a fresh child process
- * per case (compiled to JavaScript first, so tsx adds neither time nor memory), the same way for both:
+ * per case (Node 24 runs the TypeScript directly: type stripping adds no loader and no memory), the same way for both:
  * the first run is reported as the cold figure, then after warming up for WARM_UP_MS the median of TIMED_RUNS is
  * the steady-state (warm) figure; the child's peak RSS after its first run is the memory figure. Exits
  * with 1 if any count is wrong.
  */
 
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseFimi, toArrays } from '../src/lib/mining/fimi.ts';
 import { mineIntegerItemsets } from '../src/lib/mining/fp-growth.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dataDir = join(root, '..', 'shared', 'data', 'fim');
-const compiledDir = join(root, 'node_modules', '.cache', 'mining-bench');
+/** The FIMI datasets live beside the repository (../shared/data/fim) or where FIM_DATA_DIR says. */
+const dataDir = process.env.FIM_DATA_DIR ?? join(root, '..', 'shared', 'data', 'fim');
 const REFERENCE_TIMEOUT_MS = 300_000;
 const CLI_RUNS = 5;
 /**
@@ -151,37 +151,12 @@ async function runChild(engine: string, file: string, minSupport: number): Promi
   process.stdout.write(JSON.stringify(result));
 }
 
-/** Transpiles the CLI, the engine and this file to JavaScript under node_modules/.cache (imports resolve). */
-async function compile(): Promise<void> {
-  const { default: ts } = await import('typescript');
-  const files = [
-    'src/cli/mine.ts',
-    'src/lib/mining/fimi.ts',
-    'src/lib/mining/fp-growth.ts',
-    'bench/mining.bench.ts',
-  ];
-  for (const file of files) {
-    const { outputText } = ts.transpileModule(readFileSync(join(root, file), 'utf8'), {
-      compilerOptions: {
-        module: ts.ModuleKind.ESNext,
-        target: ts.ScriptTarget.ES2023,
-        rewriteRelativeImportExtensions: true,
-        verbatimModuleSyntax: true,
-      },
-    });
-    const out = join(compiledDir, file.replace(/\.ts$/, '.js'));
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, outputText);
-  }
-  writeFileSync(join(compiledDir, 'package.json'), '{"type":"module"}\n');
-}
-
 function child(engine: string, c: BenchCase): ChildResult | string {
   const run = spawnSync(
     process.execPath,
     [
       '--expose-gc',
-      join(compiledDir, 'bench/mining.bench.js'),
+      join(root, 'bench/mining.bench.ts'),
       '--child',
       engine,
       join(dataDir, c.file),
@@ -206,7 +181,7 @@ function cliRun(c: BenchCase): { seconds: number; peakRssMb: number; count: numb
     const run = spawnSync(
       process.execPath,
       [
-        join(compiledDir, 'src/cli/mine.js'),
+        join(root, 'src/cli/mine.ts'),
         join(dataDir, c.file),
         '--min-support',
         String(c.minSupport),
@@ -233,9 +208,14 @@ async function main(): Promise<void> {
     await runChild(engine as string, file as string, Number(minSupport));
     return;
   }
-  await compile();
+  if (!existsSync(dataDir)) {
+    console.error(
+      `missing the FIMI datasets: ${dataDir} does not exist. Put retail.dat, T10I4D100K.dat, chess.dat, mushroom.dat and kosarak_prefix36k.dat there (../shared/data/fim beside the repository) or set FIM_DATA_DIR.`,
+    );
+    process.exit(2);
+  }
   console.log(
-    `Mining engine vs node-fpgrowth, one fresh Node process per engine and case (compiled JS). Cold = the first run in the process; warm = median of ${TIMED_RUNS} runs after ${WARM_UP_MS / 1000} s of warm-up runs, a full GC before each run, the same for both engines.`,
+    `Mining engine vs node-fpgrowth, one fresh Node ${process.version} process per engine and case. Cold = the first run in the process; warm = median of ${TIMED_RUNS} runs after ${WARM_UP_MS / 1000} s of warm-up runs, a full GC before each run, the same for both engines.`,
   );
   console.log(
     'Both get the same number[][] parsed from the file; mining time excludes parsing; both produce every itemset',

@@ -9,15 +9,24 @@ export interface FieldError {
  * (clients switch on it); only `http/error-handler.ts` turns it into an HTTP response.
  */
 export class AppError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly errors?: FieldError[];
+  readonly headers?: Record<string, string>;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
+    status: number,
+    code: string,
     message: string,
-    readonly errors?: FieldError[],
-    readonly headers?: Record<string, string>,
+    errors?: FieldError[],
+    headers?: Record<string, string>,
   ) {
     super(message);
     this.name = 'AppError';
+    this.status = status;
+    this.code = code;
+    this.errors = errors;
+    this.headers = headers;
   }
 }
 

@@ -17,15 +17,17 @@ export interface DirectoryLock {
 
 /** Thrown when another live process holds the directory. */
 export class DirectoryLockedError extends Error {
-  constructor(
-    readonly directory: string,
-    readonly holder: LockHolder,
-  ) {
+  readonly directory: string;
+  readonly holder: LockHolder;
+
+  constructor(directory: string, holder: LockHolder) {
     super(
       `the database directory ${directory} is in use by process ${holder.pid} (since ${holder.started_at}); ` +
         'stop that process or point DATA_DIR elsewhere — two processes must never open one PGlite directory',
     );
     this.name = 'DirectoryLockedError';
+    this.directory = directory;
+    this.holder = holder;
   }
 }
 

@@ -14,10 +14,13 @@ export const variantKey = (table: string, ...present: unknown[]): string =>
 export class PreparedVariants<Input, Statements> {
   private readonly built = new Map<string, Statements>();
 
-  constructor(
-    private readonly build: (input: Input) => Statements,
-    private readonly keyOf: (input: Input) => string,
-  ) {}
+  private readonly build: (input: Input) => Statements;
+  private readonly keyOf: (input: Input) => string;
+
+  constructor(build: (input: Input) => Statements, keyOf: (input: Input) => string) {
+    this.build = build;
+    this.keyOf = keyOf;
+  }
 
   get(input: Input): Statements {
     const key = this.keyOf(input);

@@ -5,10 +5,13 @@
 export class LruCache<K, V> {
   private readonly entries = new Map<K, { value: V; expiresAt: number }>();
 
-  constructor(
-    private readonly maxEntries: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(maxEntries: number, now: () => number = Date.now) {
+    this.maxEntries = maxEntries;
+    this.now = now;
+  }
 
   get(key: K): V | undefined {
     const entry = this.entries.get(key);

@@ -24,7 +24,7 @@ afterAll(async () => {
 
 /** Runs a TypeScript entry point as its own process, the way npm scripts do. */
 function run(script: string, args: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+  const child = spawn(process.execPath, [script, ...args], {
     cwd: root,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

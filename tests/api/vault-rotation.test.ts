@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 function run(script: string, extraEnv: NodeJS.ProcessEnv, untilOutput?: RegExp) {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawn(process.execPath, [script], {
     cwd: root,
     env: { PATH: process.env.PATH, ...env.env, ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],

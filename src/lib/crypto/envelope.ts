@@ -27,12 +27,12 @@ const INFO = {
 
 /** Why a value could not be opened; never carries key material or plaintext. */
 export class EnvelopeError extends Error {
-  constructor(
-    readonly reason: 'malformed' | 'unknown_key' | 'authentication_failed',
-    message: string,
-  ) {
+  readonly reason: 'malformed' | 'unknown_key' | 'authentication_failed';
+
+  constructor(reason: EnvelopeError['reason'], message: string) {
     super(message);
     this.name = 'EnvelopeError';
+    this.reason = reason;
   }
 }
 

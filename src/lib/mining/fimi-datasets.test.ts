@@ -1,13 +1,14 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { parseFimi } from './fimi.ts';
 import { mineTransactionTable } from './fp-growth.ts';
 
-// CI clones the repository with shared/ beside it; a missing directory is a failure, never a skip.
-const dataDir = fileURLToPath(new URL('../../../../shared/data/fim/', import.meta.url));
+/** A committed FIMI fixture (tests/fixtures/fim, gzipped; origin and licence in its SOURCES.md). */
+const readDataset = (file: string): Buffer =>
+  gunzipSync(readFileSync(new URL(`../../../tests/fixtures/fim/${file}.gz`, import.meta.url)));
 
-/** Counts that three independent implementations agree on (shared/data/fim/SOURCES.md). */
+/** Counts that three independent implementations agree on (tests/fixtures/fim/SOURCES.md). */
 const cases = [
   { file: 'retail.dat', minSupport: 89, itemsets: 7_589 },
   { file: 'retail.dat', minSupport: 45, itemsets: 19_242 },
@@ -19,12 +20,8 @@ const cases = [
 ];
 
 describe('FIMI benchmark datasets', () => {
-  it('has the datasets directory', () => {
-    expect(existsSync(dataDir), `missing ${dataDir}: clone shared/ beside the repository`).toBe(true);
-  });
-
   it.each(cases)('$file at $minSupport gives $itemsets itemsets', ({ file, minSupport, itemsets }) => {
-    const table = parseFimi(readFileSync(`${dataDir}${file}`));
+    const table = parseFimi(readDataset(file));
     let streamed = 0;
     let maxSupport = 0;
     const summary = mineTransactionTable(table, { minSupport }, (_items, _length, support) => {
@@ -39,7 +36,7 @@ describe('FIMI benchmark datasets', () => {
 
   it('parses the FIMI statistics of SOURCES.md', () => {
     const stats = (file: string) => {
-      const { items, offsets } = parseFimi(readFileSync(`${dataDir}${file}`));
+      const { items, offsets } = parseFimi(readDataset(file));
       return { transactions: offsets.length - 1, distinct: new Set(items).size };
     };
     expect(stats('retail.dat')).toEqual({ transactions: 88_162, distinct: 16_470 });

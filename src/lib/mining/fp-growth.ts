@@ -113,7 +113,11 @@ class TopKHeap {
   readonly supports: number[] = [];
   readonly items: Int32Array[] = [];
 
-  constructor(readonly capacity: number) {}
+  readonly capacity: number;
+
+  constructor(capacity: number) {
+    this.capacity = capacity;
+  }
 
   get full(): boolean {
     return this.supports.length >= this.capacity;

@@ -3,8 +3,6 @@
  * runs, with progress reports and cancellation.
  */
 
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { MiningOptions, MiningSummary } from './fp-growth.ts';
 import type { MiningWorkerInput, MiningWorkerMessage } from './mining-worker.ts';
@@ -31,24 +29,9 @@ export interface WorkerMiningResult {
   itemsets: [string[], number][];
 }
 
-/**
- * Starts the worker. Under tsx or vitest this module is TypeScript and so is the worker file, which a
- * plain worker cannot load (on Node 20, `execArgv: ['--import', 'tsx']` does not reach the worker's entry
- * module), so a tiny JavaScript bootstrap loads it through tsx's tsImport. Compiled to .js, the worker
- * file is started directly.
- */
+/** Starts the worker; Node 24 loads its TypeScript directly (type stripping). */
 function startWorker(workerData: MiningWorkerInput): Worker {
-  const here = import.meta.url;
-  if (!here.endsWith('.ts')) return new Worker(new URL('./mining-worker.js', here), { workerData });
-  // require.resolve answers with the package's CommonJS build; the ESM build sits beside it.
-  const tsxApi = pathToFileURL(
-    createRequire(here)
-      .resolve('tsx/esm/api')
-      .replace(/\.cjs$/, '.mjs'),
-  ).href;
-  const entry = new URL('./mining-worker.ts', here).href;
-  const bootstrap = `import(${JSON.stringify(tsxApi)}).then((tsx) => tsx.tsImport(${JSON.stringify(entry)}, ${JSON.stringify(here)}));`;
-  return new Worker(bootstrap, { eval: true, workerData });
+  return new Worker(new URL('./mining-worker.ts', import.meta.url), { workerData });
 }
 
 /**
