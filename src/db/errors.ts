@@ -131,9 +131,16 @@ export function redactDatabaseError(error: unknown, depth = 0): unknown {
   copy.stack = [`${error.name}: ${message}`, ...frames].join('\n');
   const fields = copy as unknown as Record<string, unknown>;
   if (isQueryError) fields.query = record.query;
-  if (isDatabaseError) {
-    for (const field of SAFE_DATABASE_FIELDS) if (record[field] !== undefined) fields[field] = record[field];
-  } else if (!isQueryError) {
+  // A query error shows its cause's SQLSTATE and constraint at the top, where one searches for them.
+  const source = isDatabaseError
+    ? record
+    : isQueryError
+      ? (error.cause as Record<string, unknown>)
+      : undefined;
+  if (source && typeof source === 'object') {
+    for (const field of SAFE_DATABASE_FIELDS) if (source[field] !== undefined) fields[field] = source[field];
+  }
+  if (!isQueryError && !isDatabaseError) {
     for (const [key, value] of Object.entries(record)) if (key !== 'cause') fields[key] = value;
   }
   return copy;
