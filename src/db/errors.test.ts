@@ -1,7 +1,7 @@
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { DatabaseError } from 'pg';
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable, redactDatabaseError } from './errors.ts';
+import { DatabaseConnectionError, isDatabaseUnavailable, redactDatabaseError } from './errors.ts';
 
 /** A PostgreSQL error as `pg` (and PGlite) build it from the server's ErrorResponse. */
 function serverError(code: string, message: string, fields: Partial<DatabaseError> = {}): DatabaseError {
@@ -38,9 +38,6 @@ describe('isDatabaseUnavailable', () => {
       'a database not accepting connections',
       serverError('55000', 'database "app" is not currently accepting connections'),
     ],
-    ['refused', socketError('ECONNREFUSED')],
-    ['reset', socketError('ECONNRESET')],
-    ['timed out', socketError('ETIMEDOUT')],
     ['a socket closed under a client', new Error('Connection terminated unexpectedly')],
     ['a connect timeout', new Error('Connection terminated due to connection timeout')],
     ['a pool checkout timeout', new Error('timeout exceeded when trying to connect')],
@@ -53,9 +50,24 @@ describe('isDatabaseUnavailable', () => {
     expect(isDatabaseUnavailable(failedQuery(error))).toBe(true);
   });
 
+  it.each(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH'])(
+    'counts the socket error %s only when it came from the database',
+    (code) => {
+      expect(isDatabaseUnavailable(socketError(code))).toBe(false);
+      expect(isDatabaseUnavailable(failedQuery(socketError(code)))).toBe(true);
+      expect(isDatabaseUnavailable(new DatabaseConnectionError(socketError(code)))).toBe(true);
+    },
+  );
+
   it('looks into the parts of an AggregateError (both addresses of localhost refused)', () => {
-    const refused = new AggregateError([socketError('ECONNREFUSED'), socketError('ECONNREFUSED')], '');
-    expect(isDatabaseUnavailable(refused)).toBe(true);
+    const refused = Object.assign(
+      new AggregateError([socketError('ECONNREFUSED'), socketError('ECONNREFUSED')], ''),
+      { code: 'ECONNREFUSED' },
+    );
+    expect(isDatabaseUnavailable(new DatabaseConnectionError(refused))).toBe(true);
+    expect(new DatabaseConnectionError(refused).message).toBe(
+      'could not get a database connection: ECONNREFUSED',
+    );
   });
 
   it.each([

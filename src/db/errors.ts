@@ -22,7 +22,10 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '53300', // too_many_connections
 ]);
 
-/** Socket errors of the connection to the database server. */
+/**
+ * Socket errors. Any outbound connection can fail with these, so they count only for an error
+ * that came from the database: a failed statement (Drizzle wraps those) or a pool checkout.
+ */
 const UNAVAILABLE_SOCKET_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -53,6 +56,26 @@ const UNAVAILABLE_MESSAGES = [
   /^Aborted\(/,
 ];
 
+/**
+ * Thrown when no database connection could be checked out of the pool, with the reason as its
+ * cause. Drizzle does not wrap the checkout of a transaction, so without this a refused
+ * connection would look like any other socket error.
+ */
+export class DatabaseConnectionError extends Error {
+  constructor(cause: unknown) {
+    // The reason is in the message too: a failed start prints only the message and stack.
+    // Node's AggregateError of a refused dual-stack connect has an empty message and a code.
+    const reason =
+      cause instanceof Error ? cause.message || (cause as { code?: string }).code : String(cause);
+    super(`could not get a database connection: ${reason ?? 'unknown reason'}`, { cause });
+    this.name = 'DatabaseConnectionError';
+  }
+}
+
+/** Drizzle's wrapper of a failed statement (`DrizzleQueryError`), or PGlite's own errors. */
+const isQueryError = (link: Record<string, unknown>): boolean =>
+  typeof link.query === 'string' && 'params' in link;
+
 /** How deep to follow `cause` links; drizzle and pg-pool add one or two levels each. */
 const MAX_CAUSE_DEPTH = 6;
 
@@ -73,11 +96,14 @@ function* chain(error: unknown, depth = 0): Generator<Record<string, unknown>> {
  * complete was rolled back by the server.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  for (const link of chain(error)) {
+  const links = [...chain(error)];
+  const fromDatabase = links.some((link) => isQueryError(link) || link instanceof DatabaseConnectionError);
+  for (const link of links) {
     const code = typeof link.code === 'string' ? link.code : undefined;
     if (code !== undefined) {
       if (code.startsWith('08') && code.length === 5) return true;
-      if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)) return true;
+      if (UNAVAILABLE_SQLSTATES.has(code)) return true;
+      if (fromDatabase && UNAVAILABLE_SOCKET_CODES.has(code)) return true;
     }
     const message = typeof link.message === 'string' ? link.message : '';
     if (UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(message))) return true;
@@ -112,16 +138,16 @@ class RedactedDatabaseError extends Error {}
 export function redactDatabaseError(error: unknown, depth = 0): unknown {
   if (!(error instanceof Error) || depth > MAX_CAUSE_DEPTH) return error;
   const record = error as unknown as Record<string, unknown>;
-  const isQueryError = typeof record.query === 'string' && 'params' in record;
+  const queryError = isQueryError(record);
   const isDatabaseError = typeof record.code === 'string' && 'severity' in record && 'routine' in record;
   const cause = redactDatabaseError(error.cause, depth + 1);
-  if (!isQueryError && !isDatabaseError && cause === error.cause) return error;
+  if (!queryError && !isDatabaseError && cause === error.cause) return error;
 
   // PGlite's errors are both: the server's message plus the statement and its parameters.
   let message = error.message;
   if (isDatabaseError && (record.code as string).startsWith('22')) {
     message = message.replaceAll(/"(?:[^"]|"")*"/g, '"[redacted]"');
-  } else if (isQueryError && !isDatabaseError) {
+  } else if (queryError && !isDatabaseError) {
     message = `Failed query: ${record.query as string}`;
   }
   const copy = new RedactedDatabaseError(message, cause === undefined ? undefined : { cause });
@@ -130,17 +156,13 @@ export function redactDatabaseError(error: unknown, depth = 0): unknown {
   const frames = (error.stack ?? '').split('\n').filter((line) => /^\s+at /.test(line));
   copy.stack = [`${error.name}: ${message}`, ...frames].join('\n');
   const fields = copy as unknown as Record<string, unknown>;
-  if (isQueryError) fields.query = record.query;
+  if (queryError) fields.query = record.query;
   // A query error shows its cause's SQLSTATE and constraint at the top, where one searches for them.
-  const source = isDatabaseError
-    ? record
-    : isQueryError
-      ? (error.cause as Record<string, unknown>)
-      : undefined;
+  const source = isDatabaseError ? record : queryError ? (error.cause as Record<string, unknown>) : undefined;
   if (source && typeof source === 'object') {
     for (const field of SAFE_DATABASE_FIELDS) if (source[field] !== undefined) fields[field] = source[field];
   }
-  if (!isQueryError && !isDatabaseError) {
+  if (!queryError && !isDatabaseError) {
     for (const [key, value] of Object.entries(record)) if (key !== 'cause') fields[key] = value;
   }
   return copy;

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { DatabaseConnectionError } from './errors.ts';
 
 /** Options of the PostgreSQL pool that survives connections dying under it. */
 export interface ResilientPoolOptions {
@@ -33,6 +34,8 @@ export interface ResilientPoolOptions {
  *   shrinks by one for good. A client whose connection ends while it is checked out is
  *   therefore released (as broken) by the pool itself; a later `release()` by its holder is a
  *   no-op.
+ * - A failed checkout rejects with `DatabaseConnectionError`, so a refused connection is told
+ *   apart from other socket errors (see `isDatabaseUnavailable`).
  */
 export function createResilientPool(options: ResilientPoolOptions): pg.Pool {
   const pool = new ReleasingPool(options);
@@ -68,7 +71,9 @@ class ReleasingPool extends pg.Pool {
       super.connect(callback);
       return undefined;
     }
-    return super.connect().then(releaseWhenConnectionEnds);
+    return super.connect().then(releaseWhenConnectionEnds, (error: unknown) => {
+      throw new DatabaseConnectionError(error);
+    });
   }
 }
 
