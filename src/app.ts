@@ -3,6 +3,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyServerOptions } from 'fastify';
+import { stdSerializers } from 'pino';
+import { isDatabaseUnavailable, redactDatabaseError } from './db/errors.ts';
+import { databaseUnavailable } from './errors.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerOpenApiConventions, swaggerOptions } from './http/openapi.ts';
@@ -43,6 +46,8 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   const logger: FastifyServerOptions['logger'] = {
     level: config.logLevel,
     redact: { paths: REDACT, censor: '[redacted]' },
+    // Every logged error passes here: database errors lose their parameter values.
+    serializers: { err: (error: Error) => stdSerializers.err(redactDatabaseError(error) as Error) },
     ...(options.logStream ? { stream: options.logStream } : {}),
   };
   const app = Fastify({
@@ -61,7 +66,9 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   // The API speaks JSON only: anything else is 415 rather than a string body.
   app.removeContentTypeParser('text/plain');
   app.addSchema(ProblemSchema);
-  registerErrorHandling(app, config.bodyLimit);
+  registerErrorHandling(app, config.bodyLimit, (error) =>
+    isDatabaseUnavailable(error) ? databaseUnavailable() : error,
+  );
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -52,3 +52,21 @@ export const unauthorized = (
   new AppError(401, 'unauthorized', message, undefined, {
     'WWW-Authenticate': `Bearer realm="api", error="${error}", error_description="${message.replaceAll('"', "'")}"`,
   });
+
+/** Seconds a client should wait before retrying after a database outage. */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * 503 for a request that failed because the database dropped its connection or cannot be
+ * reached: the request itself was fine, so the client may retry it after `Retry-After`.
+ * A write that got this answer was not committed, unless its COMMIT reached the server and
+ * only the answer was lost, so clients retry creates idempotently.
+ */
+export const databaseUnavailable = (): AppError =>
+  new AppError(
+    503,
+    'database_unavailable',
+    'the database is unavailable; retry the request in a few seconds',
+    undefined,
+    { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+  );

@@ -5,9 +5,10 @@ import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import pg from 'pg';
+import type pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { acquireDirectoryLock, type DirectoryLock } from './lock.ts';
+import { createResilientPool } from './pg-pool.ts';
 import * as schema from './schema.ts';
 
 /** The query interface shared by both engines and by their transactions. */
@@ -26,6 +27,12 @@ export interface Database {
   raw: { pool: pg.Pool } | { pglite: PGlite };
 }
 
+/**
+ * How long a request waits for a PostgreSQL connection before it fails with 503: short, so an
+ * unreachable database answers quickly instead of holding requests (and their sockets) open.
+ */
+const CONNECT_TIMEOUT_MS = 3000;
+
 /** The PGlite cluster lives in a sub-directory so DATA_DIR can also hold keys and the lock file. */
 export const pgliteDirectory = (dataDir: string): string => path.join(dataDir, 'pgdata');
 
@@ -39,18 +46,15 @@ export async function openDatabase(
   lockInfo: Record<string, unknown> = {},
 ): Promise<Database> {
   if (config.kind === 'postgres') {
-    const pool = new pg.Pool({
+    const pool = createResilientPool({
       host: config.host,
       port: config.port,
       database: config.database,
       user: config.user,
       password: config.password,
       max: config.poolMax,
-      connectionTimeoutMillis: 10_000,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       idleTimeoutMillis: 30_000,
-    });
-    pool.on('error', () => {
-      // An idle client lost its connection; the pool replaces it on the next checkout.
     });
     const db = drizzleNodePg(pool, { schema }) as unknown as Db;
     return {

@@ -86,11 +86,21 @@ function sendProblem(reply: FastifyReply, problem: Problem, headers?: Record<str
   return reply.status(problem.status).type('application/problem+json').send(problem);
 }
 
-/** Installs the one place where errors turn into HTTP responses, including unknown routes. */
-export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
+/**
+ * Installs the one place where errors turn into HTTP responses, including unknown routes.
+ * `translate` maps infrastructure failures the HTTP layer cannot know (a lost database
+ * connection) to an `AppError`; anything it returns unchanged is handled as before.
+ */
+export function registerErrorHandling(
+  app: FastifyInstance,
+  bodyLimit: number,
+  translate: (error: unknown) => unknown = (error) => error,
+): void {
   app.setErrorHandler((error, request: FastifyRequest, reply) => {
-    const { problem, headers } = toProblem(error, request.id, bodyLimit);
-    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    const { problem, headers } = toProblem(translate(error), request.id, bodyLimit);
+    // A 500 is a bug to fix; a 503 is an outage the operator sees, but it is not the request's fault.
+    if (problem.status === 500) request.log.error({ err: error }, 'request failed');
+    else if (problem.status > 500) request.log.warn({ err: error }, 'request failed: service unavailable');
     return sendProblem(reply, problem, headers);
   });
   app.setNotFoundHandler((request, reply) => {

@@ -35,6 +35,21 @@ describe('health', () => {
     expect(report.uptime_seconds).toBeGreaterThanOrEqual(0);
   });
 
+  it('needs a valid token but no workspace, so it can answer while memberships cannot be read', async () => {
+    const response = await t.app.inject({
+      method: 'GET',
+      url: '/api/system/health',
+      headers: { authorization: t.owner.headers.authorization as string },
+    });
+    expect(response.statusCode).toBe(200);
+    const invalid = await t.app.inject({
+      method: 'GET',
+      url: '/api/system/health',
+      headers: { authorization: 'Bearer not.a.token' },
+    });
+    expect(invalid.statusCode).toBe(401);
+  });
+
   it('reports Down with 503 when the database does not answer', async () => {
     const { createSystemService } = await import('../../src/modules/system/system.service.ts');
     const system = createSystemService({

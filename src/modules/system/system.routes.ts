@@ -41,11 +41,15 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ system: SystemService }> 
   app.get(
     '/system/health',
     {
+      // The report is about the service, not a workspace, and it must answer while the database
+      // is down: a valid token is enough, so no membership lookup can fail before the handler.
+      config: { workspace: false },
       schema: {
         tags,
         summary: 'System health',
         description:
-          'Overall status (Operational, Degraded, Down), one entry per component (API, Database, Redis, Vector Search, LLM Providers) and uptime. Answers 503 when Down.',
+          'Overall status (Operational, Degraded, Down), one entry per component (API, Database, Redis, Vector Search, LLM Providers) and uptime. Answers 503 when Down (the database is unreachable). Any authenticated user may call it; X-Workspace-ID is not needed.',
+        security: [{ bearer: [] }],
         response: { 200: HealthReport, 503: HealthReport },
       },
     },
