@@ -16,7 +16,7 @@ import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts'
 const DOCUMENT_PATH = path.resolve(import.meta.dirname, '../../openapi.json');
 const committed = JSON.parse(fs.readFileSync(DOCUMENT_PATH, 'utf8'));
 const SEED = Number(process.env.FC_SEED ?? Math.floor(Math.random() * 2 ** 31));
-const RUNS_PER_OPERATION = Number(process.env.FC_RUNS ?? 100);
+const RUNS_PER_OPERATION = Number(process.env.FC_RUNS ?? 200);
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 interface Parameter {
