@@ -80,10 +80,20 @@ const RAW_BODIES = fc.record({
   ),
 });
 
-/** Everything one request to `op` may carry; ids already in the workspace are favoured for path parameters. */
-function requestArbitrary(op: Operation, knownIds: Map<string, unknown[]>): fc.Arbitrary<GeneratedRequest> {
+/** Everything one request to `op` may carry; values of listed records are favoured for path parameters. */
+function requestArbitrary(
+  op: Operation,
+  knownItems: Map<string, Record<string, unknown>[]>,
+): fc.Arbitrary<GeneratedRequest> {
   const valued = (parameter: Parameter) => {
-    const known = knownIds.get(`${op.path.split('/{')[0]}`) ?? [];
+    // The listing above the first path parameter holds items whose field of that name fits it.
+    const listed = knownItems.get(op.path.split('/{')[0] ?? '') ?? [];
+    // The acting owner is left out: demoting or removing them would turn the rest of the run into 403s.
+    const known = [
+      ...new Set(
+        listed.map((item) => item[parameter.name]).filter((v) => v !== undefined && v !== owner.userId),
+      ),
+    ];
     const options: fc.Arbitrary<unknown>[] = [
       schemaArbitrary(parameter.schema),
       schemaArbitrary(parameter.schema, 2),
@@ -175,23 +185,15 @@ describe('openapi.json', () => {
 });
 
 describe('every documented operation, generated input', () => {
-  /** Ids listed by collection GETs (`/api/agents` -> its items' ids), for the `{id}` routes beneath. */
-  async function knownIds(): Promise<Map<string, unknown[]>> {
-    const ids = new Map<string, unknown[]>();
+  /** Records listed by collection GETs (`/api/agents` -> its items), for the `{id}` routes beneath. */
+  async function knownItems(): Promise<Map<string, Record<string, unknown>[]>> {
+    const items = new Map<string, Record<string, unknown>[]>();
     for (const op of operations.filter((o) => o.method === 'get' && !o.path.includes('{'))) {
       const response = await t.app.inject({ method: 'GET', url: op.path, headers: owner.headers });
-      const items = response.statusCode === 200 ? response.json().items : undefined;
-      if (Array.isArray(items)) {
-        ids.set(
-          op.path,
-          items
-            .map((item: { id?: unknown }) => item.id)
-            .filter((id: unknown) => id !== undefined)
-            .slice(0, 10),
-        );
-      }
+      const listed = response.statusCode === 200 ? response.json().items : undefined;
+      if (Array.isArray(listed)) items.set(op.path, listed.slice(0, 10));
     }
-    return ids;
+    return items;
   }
 
   it('never answers 5xx, and every 4xx is problem details with a code and request_id', async () => {
@@ -201,15 +203,15 @@ describe('every documented operation, generated input', () => {
       (a, b) => Number(a.path.includes('{')) - Number(b.path.includes('{')),
     );
     const statuses = new Map<number, number>();
-    let ids = await knownIds();
+    let known = await knownItems();
     let refreshed = false;
     for (const [index, op] of ordered.entries()) {
       if (!refreshed && op.path.includes('{')) {
-        ids = await knownIds();
+        known = await knownItems();
         refreshed = true;
       }
       await fc.assert(
-        fc.asyncProperty(requestArbitrary(op, ids), async (request) => {
+        fc.asyncProperty(requestArbitrary(op, known), async (request) => {
           const injection = toInjection(op, request, owner);
           const response = await t.app.inject(injection);
           const where = `${injection.method} ${injection.url.slice(0, 200)} -> ${response.statusCode} ${response.body.slice(0, 300)}`;
