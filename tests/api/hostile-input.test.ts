@@ -97,7 +97,12 @@ describe('text PostgreSQL cannot store is a 400 naming the field', () => {
     );
   });
 
-  it('a NUL byte in path parameters and query filters', async () => {
+  it('a NUL byte in path parameters, query filters and headers', async () => {
+    expectProblem(
+      await call('GET', '/api/agents', undefined, { 'x-api-key': 'a\u0000b' }),
+      400,
+      'headers.x-api-key',
+    );
     expectProblem(await call('DELETE', '/api/workspaces/members/a%00b'), 400, 'params.user_id');
     expectProblem(
       await call('PUT', '/api/workspaces/members/a%00b', { role: 'viewer' }),
