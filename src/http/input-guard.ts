@@ -38,24 +38,35 @@ function printable(key: string): string {
 /**
  * Every string in a parsed input, object keys included, that PostgreSQL cannot store as
  * text, named as the client sent it (`body.config.<key>`, `query.q`, `params.user_id`).
+ * The path is kept as a stack and a name is built only for a problem: a clean 1 MB body
+ * costs one pass over its strings.
  */
-export function findUnstorableText(value: unknown, field: string, found: FieldError[] = []): FieldError[] {
-  if (found.length >= 20) return found;
-  if (typeof value === 'string') {
-    const problem = textProblem(value);
-    if (problem) found.push({ field, message: problem });
-  } else if (Array.isArray(value)) {
-    value.forEach((item, index) => {
-      findUnstorableText(item, `${field}.${index}`, found);
-    });
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      const name = `${field}.${printable(key)}`;
-      const problem = textProblem(key);
-      if (problem) found.push({ field: name, message: `(a key) ${problem}` });
-      findUnstorableText(item, name, found);
+export function findUnstorableText(value: unknown, root: string): FieldError[] {
+  const found: FieldError[] = [];
+  const path: string[] = [root];
+  const report = (message: string) => found.push({ field: path.join('.'), message });
+  const walk = (node: unknown): void => {
+    if (found.length >= 20) return;
+    if (typeof node === 'string') {
+      const problem = textProblem(node);
+      if (problem) report(problem);
+    } else if (Array.isArray(node)) {
+      for (let index = 0; index < node.length; index++) {
+        path.push(String(index));
+        walk(node[index]);
+        path.pop();
+      }
+    } else if (node !== null && typeof node === 'object') {
+      for (const key of Object.keys(node)) {
+        const problem = textProblem(key);
+        path.push(problem ? printable(key) : key);
+        if (problem) report(`(a key) ${problem}`);
+        walk((node as Record<string, unknown>)[key]);
+        path.pop();
+      }
     }
-  }
+  };
+  walk(value);
   return found;
 }
 
