@@ -7,7 +7,8 @@ import { stdSerializers } from 'pino';
 import { isDatabaseUnavailable, redactDatabaseError } from './db/errors.ts';
 import { databaseUnavailable } from './errors.ts';
 import { registerAuth } from './http/auth.ts';
-import { registerErrorHandling } from './http/error-handler.ts';
+import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
+import { MAX_RAW_PARAM_LENGTH, registerInputGuard } from './http/input-guard.ts';
 import { registerOpenApiConventions, swaggerOptions } from './http/openapi.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { ProblemSchema } from './http/schemas.ts';
@@ -59,7 +60,9 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req-${randomUUID()}`;
     },
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_RAW_PARAM_LENGTH },
+    frameworkErrors: frameworkErrorHandler(config.bodyLimit),
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(createValidatorCompiler());
@@ -73,6 +76,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  registerInputGuard(app);
   registerAuth(app, {
     verifyToken: services.verifyToken,
     findMembership: services.workspaces.findMembership,

@@ -30,6 +30,15 @@ describe('loadConfig', () => {
     expect(config.database).toMatchObject({ kind: 'postgres', host: 'db', port: 5432, database: 'app' });
   });
 
+  it('admits loopback for connection tests in development only, when asked', () => {
+    expect(loadConfig({}).vaultAllowLoopback).toBe(false);
+    expect(loadConfig({ VAULT_ALLOW_LOOPBACK: 'true' }).vaultAllowLoopback).toBe(true);
+    expect(problems({ VAULT_ALLOW_LOOPBACK: 'yes' })).toEqual(['VAULT_ALLOW_LOOPBACK must be true or false']);
+    expect(problems({ NODE_ENV: 'production', VAULT_ALLOW_LOOPBACK: 'true' })).toContain(
+      'VAULT_ALLOW_LOOPBACK=true is for development only; it is refused in production',
+    );
+  });
+
   it('requires the four PostgreSQL settings together', () => {
     expect(problems({ POSTGRES_HOST: 'db' })).toEqual([
       'POSTGRES_DB, POSTGRES_USER, POSTGRES_PASSWORD are required when any POSTGRES_* setting is given (POSTGRES_DB, POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_HOST go together)',

@@ -39,6 +39,11 @@ export interface Config {
   encryptionKeysPrevious: string[];
   /** Operators: users who may see platform-wide state such as master key status. */
   platformAdmins: string[];
+  /**
+   * Development only: connection tests may reach loopback even where a workspace refuses
+   * private networks (the default), so a developer can test against local services.
+   */
+  vaultAllowLoopback: boolean;
 }
 
 /** Thrown when the environment is unusable; the message lists every problem at once. */
@@ -115,6 +120,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     .map((user) => user.trim())
     .filter((user) => user !== '');
 
+  const allowLoopbackText = env.VAULT_ALLOW_LOOPBACK?.trim().toLowerCase() || 'false';
+  if (!['true', 'false'].includes(allowLoopbackText)) {
+    problems.push('VAULT_ALLOW_LOOPBACK must be true or false');
+  }
+  const vaultAllowLoopback = allowLoopbackText === 'true';
+  if (vaultAllowLoopback && production) {
+    problems.push('VAULT_ALLOW_LOOPBACK=true is for development only; it is refused in production');
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     nodeEnv,
@@ -129,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKey,
     encryptionKeysPrevious,
     platformAdmins,
+    vaultAllowLoopback,
   };
 }
 

@@ -40,7 +40,11 @@ export async function createServices(config: Config, database: Database) {
     workspaces: createWorkspacesService(createWorkspacesRepository(database.db)),
     agents: createAgentsService(createAgentsRepository(database.db)),
     workflows: createWorkflowsService(createWorkflowsRepository(database.db)),
-    credentials: createCredentialsService({ repo: credentialsRepository, keys: vaultKeys, testConnection }),
+    credentials: createCredentialsService({
+      repo: credentialsRepository,
+      keys: vaultKeys,
+      testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
+    }),
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,

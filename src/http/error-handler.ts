@@ -1,5 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Socket } from 'node:net';
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifyServerOptions,
+} from 'fastify';
 import { AppError, type FieldError } from '../errors.ts';
 import { toFieldErrors } from './validation.ts';
 
@@ -61,6 +69,18 @@ export function toProblem(
           { field: 'body', message: `must be at most ${bodyLimit} bytes` },
         ]),
       };
+    case 'FST_ERR_BAD_URL':
+      return {
+        problem: make(400, 'invalid_url', 'the URL path is not valid percent-encoding', [
+          { field: 'url', message: 'is not valid percent-encoding' },
+        ]),
+      };
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return {
+        problem: make(414, 'uri_too_long', 'a path parameter is longer than the router accepts', [
+          { field: 'params', message: 'is too long' },
+        ]),
+      };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return {
         problem: make(415, 'unsupported_media_type', 'Content-Type must be application/json', [
@@ -79,6 +99,64 @@ export function toProblem(
       'an unexpected error occurred; quote the request_id when reporting it',
     ),
   };
+}
+
+/**
+ * Fastify's `frameworkErrors`: errors found by the router before any route or hook runs
+ * (a path that is not valid percent-encoding, an overlong parameter) as problem details.
+ */
+export function frameworkErrorHandler(
+  bodyLimit: number,
+): NonNullable<FastifyServerOptions['frameworkErrors']> {
+  return (error, request, reply) => {
+    const { problem, headers } = toProblem(error, request.id, bodyLimit);
+    reply.header('x-request-id', request.id);
+    void sendProblem(reply, problem, headers);
+  };
+}
+
+const CLIENT_ERRORS: Record<string, { status: number; code: string; detail: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    code: 'headers_too_large',
+    detail: 'the request line and headers exceed the allowed size',
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    status: 408,
+    code: 'request_timeout',
+    detail: 'the request took too long to arrive',
+  },
+};
+
+/**
+ * Node's `clientError`: requests so malformed that no request object exists (header
+ * overflow, bad HTTP syntax, a timeout). The answer is written on the raw socket, as
+ * Fastify's default does, but as problem details with a fresh request id.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const known = CLIENT_ERRORS[error.code ?? ''] ?? {
+    status: 400,
+    code: 'malformed_request',
+    detail: 'the request is not valid HTTP',
+  };
+  const requestId = `req-${randomUUID()}`;
+  const title = STATUS_CODES[known.status] ?? 'Error';
+  const body = JSON.stringify({
+    type: 'about:blank',
+    title,
+    status: known.status,
+    detail: known.detail,
+    code: known.code,
+    request_id: requestId,
+  } satisfies Problem);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${known.status} ${title}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 function sendProblem(reply: FastifyReply, problem: Problem, headers?: Record<string, string>): FastifyReply {

@@ -20,6 +20,11 @@ export function registerOpenApiConventions(app: FastifyInstance): void {
   });
 }
 
+/** The committed form of the document (`openapi.json`): stable key order, two-space indent. */
+export function renderOpenApi(app: FastifyInstance): string {
+  return `${JSON.stringify(app.swagger(), null, 2)}\n`;
+}
+
 /** OpenAPI document settings: the two authentication schemes of spec section 5. */
 export function swaggerOptions(authMode: 'oidc' | 'dev'): SwaggerOptions {
   return {

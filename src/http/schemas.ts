@@ -28,6 +28,20 @@ export const Uuid = (options: Record<string, unknown> = {}) => Type.String({ for
 
 export const IdParams = Type.Object({ id: Uuid() });
 
+/** Largest value of PostgreSQL's `integer`; a larger id is a 400, not a database error. */
+export const MAX_INT4 = 2_147_483_647;
+
+/** A serial (integer) id: 1 to 2^31-1, what an `integer` column can hold. */
+export const IntId = (options: Record<string, unknown> = {}) =>
+  Type.Integer({ minimum: 1, maximum: MAX_INT4, ...options });
+
+/**
+ * A date-time input. The `date-time` format is checked by `http/validation.ts`: RFC 3339,
+ * and an instant that `Date` and PostgreSQL can hold (years 1 to 9999, no leap second).
+ */
+export const DateTime = (options: Record<string, unknown> = {}) =>
+  Type.String({ format: 'date-time', ...options });
+
 /** An ISO 8601 UTC timestamp in responses; the serializer formats Date values. */
 export const Timestamp = (options: Record<string, unknown> = {}) =>
   Type.Unsafe<Date | string>({ type: 'string', format: 'date-time', ...options });

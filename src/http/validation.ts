@@ -1,10 +1,26 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import formatsModule from 'ajv-formats/dist/formats.js';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../errors.ts';
 
 // ajv-formats ships CommonJS with a default export that NodeNext sees one level down.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+const { fullFormats } = formatsModule as unknown as typeof import('ajv-formats/dist/formats.js');
+const rfc3339DateTime = fullFormats['date-time'] as { validate: (text: string) => boolean };
+
+/**
+ * RFC 3339 allows what neither `Date` nor PostgreSQL can hold: a leap second
+ * (`23:59:60Z`, NaN to `Date`), year 0, or a UTC instant past year 9999 after its offset.
+ * Such a value is refused by the schema, not turned into a 500 (or ignored) later.
+ */
+export function isStorableDateTime(text: string): boolean {
+  if (!rfc3339DateTime.validate(text)) return false;
+  const time = Date.parse(text);
+  if (!Number.isFinite(time)) return false;
+  const year = new Date(time).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
 
 function createAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({
@@ -15,6 +31,7 @@ function createAjv(coerceTypes: boolean | 'array'): Ajv {
     strict: false,
   });
   addFormats(ajv);
+  ajv.addFormat('date-time', { type: 'string', validate: isStorableDateTime });
   return ajv;
 }
 
@@ -58,7 +75,10 @@ export function toFieldErrors(errors: ErrorObject[], context: string): FieldErro
         message = `must be one of: ${(error.params.allowedValues as unknown[]).join(', ')}`;
         break;
       case 'format':
-        message = `must be a valid ${error.params.format === 'uuid' ? 'UUID' : error.params.format}`;
+        message =
+          error.params.format === 'date-time'
+            ? 'must be an RFC 3339 date-time between years 1 and 9999 (no leap seconds)'
+            : `must be a valid ${error.params.format === 'uuid' ? 'UUID' : error.params.format}`;
         break;
       case 'anyOf':
       case 'oneOf':

@@ -17,6 +17,15 @@ beforeAll(async () => {
   t = await createTestApp();
   alice = await t.newWorkspace('alice');
   mallory = await t.newWorkspace('mallory');
+  // Connection tests below reach the machine's own PostgreSQL, Redis and HTTP servers on
+  // loopback, which the default (refuse private networks) forbids: alice's admin opts out.
+  const optOut = await t.app.inject({
+    method: 'PUT',
+    url: '/api/credentials/settings',
+    headers: alice.headers,
+    payload: { refuse_private_networks: false },
+  });
+  if (optOut.statusCode !== 200) throw new Error(`settings: ${optOut.statusCode} ${optOut.body}`);
   const list = await t.app.inject({ method: 'GET', url: '/api/credentials/types', headers: alice.headers });
   types = Object.fromEntries(
     list.json().items.map((type: { name: string; id: number }) => [type.name, type.id]),
@@ -633,9 +642,11 @@ describe('connection test (rule T)', () => {
     expect((await testOf(alice, noToken.id)).status).toBe('failed');
   });
 
-  it('refuses private networks when the workspace setting says so', async () => {
+  it('refuses private networks by default', async () => {
     const owner = await t.newWorkspace();
-    await call(owner, 'PUT', '/api/credentials/settings', { refuse_private_networks: true });
+    expect((await call(owner, 'GET', '/api/credentials/settings')).json()).toMatchObject({
+      refuse_private_networks: true,
+    });
     const credential = await createCredential(owner);
     const result = await testOf(owner, credential.id);
     expect(result.status).toBe('failed');

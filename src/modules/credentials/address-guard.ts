@@ -11,10 +11,16 @@ interface Range {
 /** Where a connection test may go; set per workspace. */
 export interface AddressPolicy {
   /**
-   * Also refuse loopback, RFC 1918, CGNAT, unique-local and link-local IPv6 ranges. Off by default
-   * because self-hosted users routinely keep their databases on private networks.
+   * Also refuse loopback, RFC 1918, CGNAT, unique-local and link-local IPv6 ranges. On by default
+   * (a multi-tenant service must not probe its own network for tenants); a workspace admin of a
+   * self-hosted install whose databases live on a private network turns it off.
    */
   refusePrivateNetworks: boolean;
+  /**
+   * Development only (`VAULT_ALLOW_LOOPBACK`): loopback stays reachable while private networks are
+   * refused, so a developer can test against services on their own machine.
+   */
+  allowLoopback?: boolean;
 }
 
 /** Why an address was refused, or that it may be used. */
@@ -100,6 +106,8 @@ function inRange(bytes: Uint8Array, candidate: Range): boolean {
 /** Cloud metadata endpoints live here; reaching them leaks instance credentials, so never allowed. */
 const METADATA_RANGES = [range('169.254.0.0/16'), range('fd00:ec2::254/128')];
 
+const LOOPBACK_RANGES = [range('127.0.0.0/8'), range('::1/128')];
+
 const PRIVATE_RANGES = [
   range('0.0.0.0/8'),
   range('10.0.0.0/8'),
@@ -138,8 +146,10 @@ export function checkAddress(address: string, policy: AddressPolicy): AddressVer
   const metadata = METADATA_RANGES.find((candidate) => inRange(bytes, candidate));
   if (metadata) return { allowed: false, kind: 'metadata', cidr: metadata.cidr, address };
   if (policy.refusePrivateNetworks) {
+    const loopback = LOOPBACK_RANGES.some((candidate) => inRange(bytes, candidate));
     const privateRange = PRIVATE_RANGES.find((candidate) => inRange(bytes, candidate));
-    if (privateRange) return { allowed: false, kind: 'private', cidr: privateRange.cidr, address };
+    if (privateRange && !(loopback && policy.allowLoopback))
+      return { allowed: false, kind: 'private', cidr: privateRange.cidr, address };
   }
   return { allowed: true };
 }

@@ -33,6 +33,8 @@ export interface ConnectionTestRequest {
   endpoint?: HttpTestEndpoint;
   /** Workspace setting: also refuse loopback and private ranges, for hosted multi-tenant installs. */
   refusePrivateNetworks?: boolean;
+  /** Development only: loopback stays reachable while private networks are refused. */
+  allowLoopback?: boolean;
   /** Limits of spec section 8 by default (5 s, 5 s, 10 s); smaller values keep tests fast. */
   timeouts?: { databaseMs?: number; cacheMs?: number; httpMs?: number };
 }
@@ -58,6 +60,29 @@ const ALWAYS_SECRET_FIELDS = [
   'api_key',
   'token',
 ];
+
+/** The fields each socket-level probe dials: where it sends the credential's secrets. */
+const DIALED_FIELDS: Partial<Record<TestKind, string[]>> = {
+  postgres: ['host', 'port'],
+  redis: ['host', 'port'],
+};
+
+/**
+ * The fields of a credential whose values decide where its connection test sends the secrets:
+ * the fields a socket probe dials, and every `{{field}}` placeholder of an HTTP probe's URL
+ * (scheme, host, port and path all come from them). Only fields the type defines count.
+ */
+export function destinationFields(
+  kind: TestKind,
+  fieldNames: readonly string[],
+  endpointUrl?: string,
+): string[] {
+  const placeholders = [...(endpointUrl ?? '').matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)].map(
+    (match) => match[1] as string,
+  );
+  const candidates = new Set([...(DIALED_FIELDS[kind] ?? []), ...(kind === 'http' ? placeholders : [])]);
+  return fieldNames.filter((name) => candidates.has(name));
+}
 
 type Outcome = { passed: boolean; message: string };
 
@@ -219,7 +244,10 @@ async function testPostgres(request: ConnectionTestRequest, timeoutMs: number): 
   let target = `${host}:${port}`;
   try {
     return await withDeadline(timeoutMs, async (signal) => {
-      const { address } = await vet(host, { refusePrivateNetworks: request.refusePrivateNetworks === true });
+      const { address } = await vet(host, {
+        refusePrivateNetworks: request.refusePrivateNetworks === true,
+        allowLoopback: request.allowLoopback === true,
+      });
       target = describeTarget(host, address, port);
       const socket = new Socket();
       signal.addEventListener('abort', () => socket.destroy(), { once: true });
@@ -306,7 +334,10 @@ async function testRedis(request: ConnectionTestRequest, timeoutMs: number): Pro
   let socketError: unknown;
   try {
     return await withDeadline(timeoutMs, async (signal) => {
-      const { address } = await vet(host, { refusePrivateNetworks: request.refusePrivateNetworks === true });
+      const { address } = await vet(host, {
+        refusePrivateNetworks: request.refusePrivateNetworks === true,
+        allowLoopback: request.allowLoopback === true,
+      });
       target = describeTarget(host, address, port);
       if (signal.aborted) throw new TimedOut();
       const redis = new Redis({
@@ -451,6 +482,7 @@ async function testHttp(request: ConnectionTestRequest, timeoutMs: number): Prom
     const status = await withDeadline(timeoutMs, async (signal) => {
       const { address, family } = await vet(url.hostname, {
         refusePrivateNetworks: request.refusePrivateNetworks === true,
+        allowLoopback: request.allowLoopback === true,
       });
       const client = url.protocol === 'https:' ? https : http;
       return new Promise<{ code: number; location?: string }>((resolve, reject) => {

@@ -31,6 +31,7 @@ const actorOf = (request: FastifyRequest): VaultActor => ({
   userId: request.caller.userId,
   workspaceId: request.caller.workspaceId,
   ipAddress: request.ip,
+  role: request.caller.role,
 });
 
 /** The credential vault (spec sections 2.1 to 2.3, 3.1, 4.10). */

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Page, PageQuery, StringEnum, Timestamp } from '../../http/schemas.ts';
+import { DateTime, IntId, Page, PageQuery, StringEnum, Timestamp } from '../../http/schemas.ts';
 import {
   AUDIT_ACTIONS,
   CREDENTIAL_CATEGORIES,
@@ -10,7 +10,7 @@ import {
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
-export const CredentialIdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }) });
+export const CredentialIdParams = Type.Object({ id: IntId() });
 
 const FieldDefinitionSchema = Type.Object(
   {
@@ -135,12 +135,12 @@ export const CredentialPage = Page(CredentialSchema);
 export const CreateCredentialBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 255 }),
-    credential_type_id: Type.Integer({ minimum: 1 }),
+    credential_type_id: IntId(),
     data: CredentialDataSchema,
     environment: Type.Optional(Environment),
     description: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
     tags: Type.Optional(CredentialTags),
-    expires_at: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
+    expires_at: Type.Optional(Nullable(DateTime())),
   },
   { additionalProperties: false },
 );
@@ -153,13 +153,13 @@ export const UpdateCredentialBody = Type.Object(
     description: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
     tags: Type.Optional(CredentialTags),
     is_active: Type.Optional(Type.Boolean()),
-    expires_at: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
+    expires_at: Type.Optional(Nullable(DateTime())),
   },
   { additionalProperties: false },
 );
 
 export const ListCredentialsQuery = Type.Object({
-  credential_type_id: Type.Optional(Type.Integer({ minimum: 1 })),
+  credential_type_id: Type.Optional(IntId()),
   environment: Type.Optional(Type.String({ maxLength: 50 })),
   is_active: Type.Optional(Type.Boolean()),
   tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
@@ -192,8 +192,8 @@ export const AuditPage = Page(Type.Object(auditFields));
 
 export const ListAuditQuery = Type.Object({
   action: Type.Optional(StringEnum(AUDIT_ACTIONS)),
-  from: Type.Optional(Type.String({ format: 'date-time', description: 'inclusive' })),
-  to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive' })),
+  from: Type.Optional(DateTime({ description: 'inclusive' })),
+  to: Type.Optional(DateTime({ description: 'exclusive' })),
   ...PageQuery,
 });
 
@@ -213,7 +213,7 @@ export const ArchivePage = Page(
 );
 
 export const ArchiveQuery = Type.Object({
-  credential_id: Type.Optional(Type.Integer({ minimum: 1 })),
+  credential_id: Type.Optional(IntId()),
   ...PageQuery,
 });
 
@@ -223,7 +223,8 @@ export const SettingsSchema = Type.Object({
     description: 'copy the audit trail to the archive before deleting',
   }),
   refuse_private_networks: Type.Boolean({
-    description: 'connection tests refuse private and loopback addresses',
+    description:
+      'connection tests refuse private and loopback addresses (default on; VAULT_ALLOW_LOOPBACK admits loopback in development)',
   }),
 });
 

@@ -7,7 +7,12 @@ import {
   sealCredential,
   type WorkspaceKeys,
 } from '../../lib/crypto/envelope.ts';
-import type { ConnectionTestRequest, ConnectionTestResult } from './connection-tester.ts';
+import { hasRole, type Role } from '../../lib/roles.ts';
+import {
+  type ConnectionTestRequest,
+  type ConnectionTestResult,
+  destinationFields,
+} from './connection-tester.ts';
 import {
   type CredentialData,
   changedFieldNames,
@@ -32,6 +37,8 @@ export interface VaultActor {
   userId: string;
   workspaceId: string;
   ipAddress?: string;
+  /** The caller's role in the workspace; decides who may redirect a secret (rule C3a). */
+  role?: Role;
 }
 
 /** A workspace's own credential type, as its admin describes it. */
@@ -70,7 +77,7 @@ export interface CredentialSettings {
 const SETTING_DEFAULTS: CredentialSettings = {
   environment_lookup: false,
   archive_audit_on_delete: true,
-  refuse_private_networks: false,
+  refuse_private_networks: true,
 };
 const SETTING_PREFIX = 'credentials.';
 
@@ -113,6 +120,44 @@ function chainedRecord(
     metadata: row.metadata,
     created_at: row.created_at,
   };
+}
+
+/**
+ * Rule C3a: whoever cannot read a credential's secrets must not choose where they are sent.
+ * Changing a field that decides the connection test's destination (derived from the type's
+ * fields and test endpoint) needs an admin, or the secrets supplied again in the same update,
+ * so a member can only send a secret they already know.
+ */
+function refuseSecretRedirect(
+  actor: VaultActor,
+  type: CredentialTypeRow,
+  input: CredentialData,
+  previous: CredentialData,
+  changed: string[],
+): void {
+  if (actor.role && hasRole(actor.role, 'admin')) return;
+  const endpoint = type.test_endpoint;
+  const destinations = destinationFields(
+    endpoint?.kind ?? 'none',
+    type.schema_definition.map((f) => f.name),
+    endpoint?.url,
+  ).filter((name) => changed.includes(name));
+  if (destinations.length === 0) return;
+  const missing = type.schema_definition
+    .filter((f) => f.type === 'password' && previous[f.name] !== undefined && previous[f.name] !== null)
+    .map((f) => f.name)
+    .filter((name) => input[name] === undefined || input[name] === null);
+  if (missing.length === 0) return;
+  const changing = destinations.join(', ');
+  throw new AppError(
+    403,
+    'secret_required',
+    `changing ${changing} decides where this credential's secrets are sent: supply ${missing.join(', ')} again in the same update, or ask an admin`,
+    missing.map((name) => ({
+      field: `body.data.${name}`,
+      message: `must be supplied again to change ${changing} (only admins may redirect a stored secret)`,
+    })),
+  );
 }
 
 /**
@@ -497,7 +542,13 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           ) => {
             if (value === undefined) return;
             const old = row[key];
-            if (JSON.stringify(old) === JSON.stringify(value)) return;
+            // Dates by instant: JSON.stringify turns an invalid Date into null, which once made
+            // an unparseable expires_at look unchanged and silently dropped it.
+            const same =
+              old instanceof Date && value instanceof Date
+                ? old.getTime() === value.getTime()
+                : JSON.stringify(old) === JSON.stringify(value);
+            if (same) return;
             changes[key] = value;
             audited[key] = { old, new: value };
           };
@@ -526,6 +577,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
             const prepared = prepareCredentialData(type.name, type.schema_definition, input.data, previous);
             if (prepared.errors.length > 0) throw validationFailed(prepared.errors);
             dataFields = changedFieldNames(previous, prepared.data);
+            refuseSecretRedirect(actor, type, input.data, previous, dataFields);
             if (dataFields.length > 0) {
               changes.encrypted_data = sealCredential(
                 workspaceKeys.credentialKey,

@@ -11,6 +11,11 @@ import type { AuthConfig } from '../../config.ts';
 import { AppError, unauthorized } from '../../errors.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
 
+/** The user_id columns are varchar(255); a longer subject could never be a member. */
+const MAX_SUBJECT_LENGTH = 255;
+
+const isStorableText = (text: string) => !text.includes('\u0000') && text.isWellFormed();
+
 /** A verified caller: the token's subject and its claims. */
 export interface VerifiedToken {
   subject: string;
@@ -68,10 +73,19 @@ export function createTokenVerifier(
         clockTolerance: 5,
         requiredClaims: ['exp', 'sub'],
       });
-      const result = { subject: payload.sub as string, claims: payload };
+      const subject = payload.sub as string;
+      // The subject becomes a user_id (varchar(255)): text PostgreSQL cannot store or
+      // compare is refused here as a bad token, not met later as a database error.
+      if (subject.length === 0 || subject.length > MAX_SUBJECT_LENGTH || !isStorableText(subject)) {
+        throw unauthorized(
+          `the access token's "sub" claim must be 1 to ${MAX_SUBJECT_LENGTH} characters of valid text without NUL`,
+        );
+      }
+      const result = { subject, claims: payload };
       verified.set(token, result, (payload.exp as number) * 1000);
       return result;
     } catch (error) {
+      if (error instanceof AppError) throw error;
       throw mapJoseError(error);
     }
   };

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Page, PageQuery, StringEnum, Timestamp, Uuid } from '../../http/schemas.ts';
+import { DateTime, Page, PageQuery, StringEnum, Timestamp, Uuid } from '../../http/schemas.ts';
 import { ROLES } from '../../lib/roles.ts';
 
 const RoleSchema = StringEnum(ROLES, { description: 'owner > admin > member > viewer' });
@@ -83,9 +83,7 @@ export const ApiKeyPage = Page(ApiKeySchema);
 export const CreateApiKeyBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 255 }),
-    expires_at: Type.Optional(
-      Type.String({ format: 'date-time', description: 'optional expiry, in the future' }),
-    ),
+    expires_at: Type.Optional(DateTime({ description: 'optional expiry, in the future' })),
   },
   { additionalProperties: false },
 );
