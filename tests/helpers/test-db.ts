@@ -1,0 +1,36 @@
+import { loadConfig } from '../../src/config.ts';
+import { type Database, openDatabase } from '../../src/db/client.ts';
+import { migrateDatabase } from '../../src/db/migrate.ts';
+import { createTestDatabaseEnv } from './test-app.ts';
+
+/** A migrated throwaway database and nothing else: the fixture of service tests. */
+export interface TestDb {
+  database: Database;
+  /** Closes the database and drops it (or removes its PGlite directory). */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens and migrates one throwaway database (PGlite, or a fresh database on the PostgreSQL
+ * server when `POSTGRES_HOST` is set), without services or Fastify. One per test file; each test
+ * makes its own workspace rather than its own database.
+ */
+export async function createTestDb(): Promise<TestDb> {
+  const dbEnv = await createTestDatabaseEnv();
+  const config = loadConfig(dbEnv.env);
+  const database = await openDatabase(config.database);
+  try {
+    await migrateDatabase(database);
+  } catch (error) {
+    await database.close();
+    await dbEnv.drop();
+    throw error;
+  }
+  return {
+    database,
+    async close() {
+      await database.close();
+      await dbEnv.drop();
+    },
+  };
+}
