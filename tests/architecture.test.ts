@@ -45,9 +45,9 @@ const rules: Rule[] = [
       t === 'pkg:fastify' ||
       t.startsWith('pkg:@fastify/') ||
       t.startsWith('http/') ||
-      t.startsWith('db/') ||
+      (t.startsWith('db/') && t !== 'db/transaction.ts') ||
       (t.endsWith('.repository.ts') && moduleOf(t) !== moduleOf(f)),
-    why: 'services never import fastify, http/, db/ or another module’s repository',
+    why: 'services never import fastify, http/, db/ (but db/transaction.ts) or another module’s repository',
   },
   {
     applies: (f) => f.endsWith('.repository.ts'),
@@ -97,6 +97,14 @@ describe('architecture', () => {
         .filter((t) => moduleOf(t) !== undefined && moduleOf(t) !== own && !t.endsWith('.service.ts'))
         .map((t) => `${file} -> ${t}`);
     });
+    expect(violations).toEqual([]);
+  });
+
+  it('opens transactions only through db/transaction.ts', () => {
+    const violations = sourceFiles(src)
+      .filter((file) => !path.relative(src, file).startsWith('db/'))
+      .filter((file) => /\.transaction\(/.test(fs.readFileSync(file, 'utf8')))
+      .map((file) => path.relative(src, file));
     expect(violations).toEqual([]);
   });
 

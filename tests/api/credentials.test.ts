@@ -2,7 +2,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCredentialsRepository } from '../../src/modules/credentials/credentials.repository.ts';
 import { createCredentialsService } from '../../src/modules/credentials/credentials.service.ts';
 import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -325,7 +324,7 @@ describe('decrypted access (rule C2)', () => {
     const credential = await createCredential(alice, { expires_at: expiresAt.toISOString() });
     let now = new Date(expiresAt.getTime());
     const service = createCredentialsService({
-      repo: createCredentialsRepository(t.database.db),
+      db: t.database.db,
       keys: t.services.vaultKeys,
       testConnection: async () => ({ passed: true, message: '', duration_ms: 0 }),
       clock: () => now,

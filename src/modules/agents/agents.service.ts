@@ -1,5 +1,11 @@
+import { type Db, inTransaction } from '../../db/transaction.ts';
 import { notFound } from '../../errors.ts';
-import type { AgentChanges, AgentFilter, AgentsRepository, NewAgent } from './agents.repository.ts';
+import {
+  type AgentChanges,
+  type AgentFilter,
+  createAgentsRepository,
+  type NewAgent,
+} from './agents.repository.ts';
 
 /** The caller as the service needs it. */
 export interface AgentActor {
@@ -10,8 +16,20 @@ export interface AgentActor {
 
 export type CreateAgentInput = Omit<NewAgent, 'workspace_id' | 'created_by'>;
 
+/**
+ * What agents need from other modules, inside their own transactions. Workflows depend on
+ * agents (they lock the agents they reference), so this direction is a plain function the
+ * composition root wires to `WorkflowsService.removeAgent`, not an import of workflows.
+ */
+export interface AgentsDependencies {
+  /** Deleting an agent takes it out of every workflow, in the delete's transaction. */
+  removeFromWorkflows(tx: Db, workspaceId: string, agentId: string): Promise<void>;
+}
+
 /** Agents: the configured LLM workers that workflows are made of. */
-export function createAgentsService(repo: AgentsRepository) {
+export function createAgentsService(db: Db, deps: AgentsDependencies) {
+  const repo = createAgentsRepository(db);
+
   return {
     create: (actor: AgentActor, input: CreateAgentInput) =>
       repo.insert({ ...input, workspace_id: actor.workspaceId, created_by: actor.userId }),
@@ -40,8 +58,26 @@ export function createAgentsService(repo: AgentsRepository) {
       return agent;
     },
 
+    /**
+     * Deletes the agent and takes it out of every workflow of the workspace in one
+     * transaction. Deleting first locks the row, so a workflow being saved with this
+     * agent either commits before (and is cleaned here) or fails its existence check.
+     */
     async delete(actor: AgentActor, id: string) {
-      if (!(await repo.delete(actor.workspaceId, id))) throw notFound('agent', id);
+      await inTransaction(db, async (tx) => {
+        if (!(await createAgentsRepository(tx).delete(actor.workspaceId, id))) throw notFound('agent', id);
+        await deps.removeFromWorkflows(tx, actor.workspaceId, id);
+      });
+    },
+
+    /**
+     * For workflows, inside their transaction: share-locks the referenced agents until it
+     * ends and answers the positions in `ids` that name no agent of the workspace (empty
+     * when all exist). A concurrent delete waits for the lock, then cleans the workflow.
+     */
+    async lockExisting(tx: Db, workspaceId: string, ids: string[]): Promise<number[]> {
+      const present = await createAgentsRepository(tx).lockShared(workspaceId, ids);
+      return ids.flatMap((agentId, index) => (present.has(agentId) ? [] : [index]));
     },
   };
 }

@@ -14,7 +14,6 @@ import {
   type SQL,
   sql,
 } from 'drizzle-orm';
-import type { Db } from '../../db/client.ts';
 import { likePattern, toPage, totalCount } from '../../db/queries.ts';
 import {
   credentialAuditArchive,
@@ -24,6 +23,7 @@ import {
   workspaceKeys,
   workspaceSettings,
 } from '../../db/schema.ts';
+import type { Db } from '../../db/transaction.ts';
 import type { AuditAction } from '../../lib/credential-fields.ts';
 
 export type CredentialRow = typeof credentials.$inferSelect;
@@ -57,21 +57,7 @@ export const isUniqueViolation = (error: unknown): boolean =>
   (error as { cause?: { code?: string } }).cause?.code === '23505';
 
 /** Data access for the credential vault; every credential query is scoped by workspace id. */
-export function createCredentialsRepository(db: Db): CredentialsRepository {
-  return {
-    ...vaultQueries(db),
-    transaction: (work) => db.transaction((tx) => work(createCredentialsRepository(tx))),
-  };
-}
-
-/** The repository, plus running several of its calls in one transaction. */
-export type CredentialsRepository = VaultQueries & {
-  transaction<T>(work: (repo: CredentialsRepository) => Promise<T>): Promise<T>;
-};
-
-type VaultQueries = ReturnType<typeof vaultQueries>;
-
-function vaultQueries(db: Db) {
+export function createCredentialsRepository(db: Db) {
   const credentialById = (workspaceId: string, id: number) =>
     and(eq(credentials.workspace_id, workspaceId), eq(credentials.id, id));
   const visibleType = (workspaceId: string) =>
@@ -397,3 +383,5 @@ function vaultQueries(db: Db) {
     },
   };
 }
+
+export type CredentialsRepository = ReturnType<typeof createCredentialsRepository>;

@@ -1,3 +1,4 @@
+import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, conflict, type FieldError, forbidden, notFound } from '../../errors.ts';
 import type { AuditAction, FieldDefinition, TestEndpoint } from '../../lib/credential-fields.ts';
 import {
@@ -16,15 +17,16 @@ import {
   prepareCredentialData,
   secretFieldNames,
 } from './credential-data.ts';
-import type {
-  AuditFilter,
-  AuditRow,
-  CredentialFilter,
-  CredentialRow,
-  CredentialsRepository,
-  CredentialTypeRow,
+import {
+  type AuditFilter,
+  type AuditRow,
+  type CredentialFilter,
+  type CredentialRow,
+  type CredentialsRepository,
+  type CredentialTypeRow,
+  createCredentialsRepository,
+  isUniqueViolation,
 } from './credentials.repository.ts';
-import { isUniqueViolation } from './credentials.repository.ts';
 import type { VaultKeys } from './vault-keys.ts';
 
 /** Who acts, from where. */
@@ -79,7 +81,7 @@ const MAX_BATCH_SIZE = 64;
 const MAX_BATCHES_IN_FLIGHT = 2;
 
 export interface CredentialsDependencies {
-  repo: CredentialsRepository;
+  db: Db;
   keys: VaultKeys;
   testConnection: (request: ConnectionTestRequest) => Promise<ConnectionTestResult>;
   clock?: () => Date;
@@ -121,8 +123,13 @@ function chainedRecord(
  * chained to the record before it.
  */
 export function createCredentialsService(deps: CredentialsDependencies) {
-  const { repo, keys } = deps;
+  const { db, keys } = deps;
+  const repo = createCredentialsRepository(db);
   const clock = deps.clock ?? (() => new Date());
+
+  /** Runs `work` with the repository bound to one transaction. */
+  const transaction = <T>(work: (tx: CredentialsRepository) => Promise<T>) =>
+    inTransaction(db, (tx) => work(createCredentialsRepository(tx)));
 
   /** Appends a chained audit record; call it inside the transaction holding the credential's row lock. */
   async function appendAudit(
@@ -226,7 +233,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
   async function runBatch(batch: PendingAccess[]): Promise<void> {
     const outcomes = new Map<PendingAccess, { data: CredentialData } | { error: AppError }>();
     try {
-      await repo.transaction(async (tx) => {
+      await transaction(async (tx) => {
         const ids = [...new Set(batch.map((pending) => pending.id))];
         const locked = new Map((await tx.lockCredentials(ids)).map((row) => [row.credential.id, row]));
         const heads = await tx.lastAuditHashes(ids);
@@ -406,7 +413,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       const environment = input.environment ?? 'production';
       const workspaceKeys = await keysOf(actor.workspaceId);
       try {
-        const row = await repo.transaction(async (tx) => {
+        const row = await transaction(async (tx) => {
           const id = await tx.nextCredentialId();
           const bound = { workspace_id: actor.workspaceId, id, credential_type_id: type.id };
           const created = await tx.insertCredential({
@@ -482,7 +489,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       // The name and environment the credential would end with, for the duplicate message.
       let target = { name: input.name ?? '', environment: input.environment ?? '' };
       try {
-        return await repo.transaction(async (tx) => {
+        return await transaction(async (tx) => {
           const row = await tx.findCredential(actor.workspaceId, id, true);
           if (!row) throw credentialNotFound(id);
           target = { name: input.name ?? row.name, environment: input.environment ?? row.environment };
@@ -558,7 +565,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     async remove(actor: VaultActor, id: number) {
       const workspaceKeys = await keysOf(actor.workspaceId);
       const settings = await settingsOf(actor.workspaceId);
-      await repo.transaction(async (tx) => {
+      await transaction(async (tx) => {
         const row = await tx.findCredential(actor.workspaceId, id, true);
         if (!row) throw credentialNotFound(id);
         await appendAudit(tx, workspaceKeys.auditKey, {
@@ -607,7 +614,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       const status = result.passed ? ('passed' as const) : ('failed' as const);
       const workspaceKeys = await keysOf(actor.workspaceId);
       const testedAt = clock();
-      await repo.transaction(async (tx) => {
+      await transaction(async (tx) => {
         if (!(await tx.findCredential(actor.workspaceId, id, true))) throw credentialNotFound(id);
         await tx.updateCredential(actor.workspaceId, id, {
           last_tested: testedAt,

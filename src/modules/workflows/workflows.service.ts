@@ -1,11 +1,12 @@
+import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, notFound } from '../../errors.ts';
-import type {
-  MissingAgents,
-  NewWorkflow,
-  WorkflowChanges,
-  WorkflowFilter,
-  WorkflowRow,
-  WorkflowsRepository,
+import type { AgentsService } from '../agents/agents.service.ts';
+import {
+  createWorkflowsRepository,
+  type NewWorkflow,
+  type WorkflowChanges,
+  type WorkflowFilter,
+  type WorkflowRow,
 } from './workflows.repository.ts';
 
 export interface WorkflowActor {
@@ -31,18 +32,33 @@ export type UpdateWorkflowInput = Omit<WorkflowChanges, 'execution_policy'> & {
   execution_policy?: Partial<Policy>;
 };
 
+/** What workflows need from other modules, inside their own transactions. */
+export interface WorkflowsDependencies {
+  /** Referenced agents stay share-locked until the workflow's write commits. */
+  agents: Pick<AgentsService, 'lockExisting'>;
+}
+
 /** Workflows: ordered agents, tools and a policy that together pursue a goal. */
-export function createWorkflowsService(repo: WorkflowsRepository) {
+export function createWorkflowsService(db: Db, deps: WorkflowsDependencies) {
+  const repo = createWorkflowsRepository(db);
+
+  /** Fails the transaction when an agent id names no agent of the workspace. */
+  async function checkAgents(tx: Db, workspaceId: string, agentIds: string[]): Promise<void> {
+    const missing = await deps.agents.lockExisting(tx, workspaceId, agentIds);
+    if (missing.length > 0) throw missingAgentsError(missing, agentIds);
+  }
+
   return {
     async create(actor: WorkflowActor, input: CreateWorkflowInput) {
-      const result = await repo.insert({
-        ...input,
-        execution_policy: { ...DEFAULT_EXECUTION_POLICY, ...input.execution_policy },
-        workspace_id: actor.workspaceId,
-        created_by: actor.userId,
+      return inTransaction(db, async (tx) => {
+        await checkAgents(tx, actor.workspaceId, input.agents ?? []);
+        return createWorkflowsRepository(tx).insert({
+          ...input,
+          execution_policy: { ...DEFAULT_EXECUTION_POLICY, ...input.execution_policy },
+          workspace_id: actor.workspaceId,
+          created_by: actor.userId,
+        });
       });
-      if ('missing' in result) throw missingAgentsError(result, input.agents ?? []);
-      return result;
     },
 
     async get(actor: WorkflowActor, id: string) {
@@ -53,28 +69,41 @@ export function createWorkflowsService(repo: WorkflowsRepository) {
 
     list: (actor: WorkflowActor, filter: WorkflowFilter) => repo.list(actor.workspaceId, filter),
 
-    /** Partial update; a partial execution_policy merges into the current one. */
+    /**
+     * Partial update on the locked current row; a partial execution_policy merges into the
+     * current one without a lost update.
+     */
     async update(actor: WorkflowActor, id: string, input: UpdateWorkflowInput) {
       const { execution_policy: policy, ...rest } = input;
-      const result = await repo.update(actor.workspaceId, id, (current) => ({
-        ...rest,
-        ...(policy ? { execution_policy: { ...current.execution_policy, ...policy } } : {}),
-      }));
-      if (!result) throw notFound('workflow', id);
-      if ('missing' in result) throw missingAgentsError(result, input.agents ?? []);
-      return result;
+      return inTransaction(db, async (tx) => {
+        const txRepo = createWorkflowsRepository(tx);
+        const current = await txRepo.findForUpdate(actor.workspaceId, id);
+        if (!current) throw notFound('workflow', id);
+        if (rest.agents) await checkAgents(tx, actor.workspaceId, rest.agents);
+        const changes = {
+          ...rest,
+          ...(policy ? { execution_policy: { ...current.execution_policy, ...policy } } : {}),
+        };
+        const updated = await txRepo.update(actor.workspaceId, id, changes);
+        if (!updated) throw notFound('workflow', id);
+        return updated;
+      });
     },
 
     async delete(actor: WorkflowActor, id: string) {
       if (!(await repo.delete(actor.workspaceId, id))) throw notFound('workflow', id);
     },
+
+    /** For agents, inside their delete transaction: the agent leaves every workflow. */
+    removeAgent: (tx: Db, workspaceId: string, agentId: string) =>
+      createWorkflowsRepository(tx).removeAgent(workspaceId, agentId),
   };
 }
 
 export type WorkflowsService = ReturnType<typeof createWorkflowsService>;
 
-function missingAgentsError(result: MissingAgents, agentIds: string[]): AppError {
-  const errors = result.missing.map((index) => ({
+function missingAgentsError(missing: number[], agentIds: string[]): AppError {
+  const errors = missing.map((index) => ({
     field: `body.agents.${index}`,
     message: `agent ${agentIds[index]} does not exist in this workspace`,
   }));

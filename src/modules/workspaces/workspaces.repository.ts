@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
-import type { Db } from '../../db/client.ts';
 import { apiKeys, tenants, workspaceMembers, workspaces } from '../../db/schema.ts';
+import type { Db } from '../../db/transaction.ts';
 import type { Role } from '../../lib/roles.ts';
 
 export type MemberRow = typeof workspaceMembers.$inferSelect;
@@ -8,6 +8,9 @@ export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
 /** Data access for tenants, workspaces, members and API keys. */
 export function createWorkspacesRepository(db: Db) {
+  const memberKey = (workspaceId: string, userId: string) =>
+    and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.user_id, userId));
+
   return {
     /** The caller's role and tenant in one round trip; undefined when not a member. */
     async findMembership(workspaceId: string, userId: string) {
@@ -52,21 +55,16 @@ export function createWorkspacesRepository(db: Db) {
         .orderBy(asc(workspaces.created_at), asc(workspaces.id));
     },
 
-    /** Creates a tenant with one workspace owned by `ownerId`, atomically. */
-    async createTenantWithWorkspace(input: { tenantName: string; workspaceName: string; ownerId: string }) {
-      return db.transaction(async (tx) => {
-        const [tenant] = await tx.insert(tenants).values({ name: input.tenantName }).returning();
-        if (!tenant) throw new Error('tenant insert returned nothing');
-        const [workspace] = await tx
-          .insert(workspaces)
-          .values({ tenant_id: tenant.id, name: input.workspaceName })
-          .returning();
-        if (!workspace) throw new Error('workspace insert returned nothing');
-        await tx
-          .insert(workspaceMembers)
-          .values({ workspace_id: workspace.id, user_id: input.ownerId, role: 'owner' });
-        return { ...workspace, tenant_name: tenant.name };
-      });
+    async insertTenant(name: string) {
+      const [tenant] = await db.insert(tenants).values({ name }).returning();
+      if (!tenant) throw new Error('tenant insert returned nothing');
+      return tenant;
+    },
+
+    async insertWorkspace(tenantId: string, name: string) {
+      const [workspace] = await db.insert(workspaces).values({ tenant_id: tenantId, name }).returning();
+      if (!workspace) throw new Error('workspace insert returned nothing');
+      return workspace;
     },
 
     async listMembers(workspaceId: string, page: { limit: number; offset: number }) {
@@ -86,11 +84,10 @@ export function createWorkspacesRepository(db: Db) {
       return { items, total: total?.value ?? 0 };
     },
 
-    async findMember(workspaceId: string, userId: string) {
-      const [row] = await db
-        .select()
-        .from(workspaceMembers)
-        .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.user_id, userId)));
+    /** One member; `lock` takes the row lock until the transaction ends. */
+    async findMember(workspaceId: string, userId: string, lock = false) {
+      const query = db.select().from(workspaceMembers).where(memberKey(workspaceId, userId));
+      const [row] = lock ? await query.for('update') : await query;
       return row;
     },
 
@@ -104,44 +101,27 @@ export function createWorkspacesRepository(db: Db) {
       return row;
     },
 
-    /**
-     * Changes a role or removes a member, unless that leaves the workspace without an
-     * owner. The owners are locked first so two concurrent demotions cannot both pass.
-     */
-    async changeMember(
-      workspaceId: string,
-      userId: string,
-      change: { role: Role } | { remove: true },
-    ): Promise<MemberRow | 'not_found' | 'last_owner' | 'removed'> {
-      return db.transaction(async (tx) => {
-        const owners = await tx
-          .select({ user_id: workspaceMembers.user_id })
-          .from(workspaceMembers)
-          .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.role, 'owner')))
-          .for('update');
-        const [current] = await tx
-          .select()
-          .from(workspaceMembers)
-          .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.user_id, userId)))
-          .for('update');
-        if (!current) return 'not_found';
-        const losesOwner = current.role === 'owner' && ('remove' in change || change.role !== 'owner');
-        if (losesOwner && owners.length <= 1) return 'last_owner';
-        const where = and(
-          eq(workspaceMembers.workspace_id, workspaceId),
-          eq(workspaceMembers.user_id, userId),
-        );
-        if ('remove' in change) {
-          await tx.delete(workspaceMembers).where(where);
-          return 'removed';
-        }
-        const [row] = await tx
-          .update(workspaceMembers)
-          .set({ role: change.role, updated_at: sql`now()` })
-          .where(where)
-          .returning();
-        return row ?? 'not_found';
-      });
+    /** Locks the workspace's owners until the transaction ends and returns their ids. */
+    async lockOwners(workspaceId: string): Promise<string[]> {
+      const owners = await db
+        .select({ user_id: workspaceMembers.user_id })
+        .from(workspaceMembers)
+        .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.role, 'owner')))
+        .for('update');
+      return owners.map((owner) => owner.user_id);
+    },
+
+    async updateMemberRole(workspaceId: string, userId: string, role: Role) {
+      const [row] = await db
+        .update(workspaceMembers)
+        .set({ role, updated_at: sql`now()` })
+        .where(memberKey(workspaceId, userId))
+        .returning();
+      return row;
+    },
+
+    async deleteMember(workspaceId: string, userId: string): Promise<void> {
+      await db.delete(workspaceMembers).where(memberKey(workspaceId, userId));
     },
 
     async insertApiKey(values: typeof apiKeys.$inferInsert) {

@@ -1,8 +1,14 @@
+import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, conflict, forbidden, notFound } from '../../errors.ts';
 import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
 import type { Role } from '../../lib/roles.ts';
-import type { ApiKeyRow, MemberRow, WorkspacesRepository } from './workspaces.repository.ts';
+import {
+  type ApiKeyRow,
+  createWorkspacesRepository,
+  type MemberRow,
+  type WorkspacesRepository,
+} from './workspaces.repository.ts';
 
 /** The acting member, as the auth layer established it. */
 export interface Actor {
@@ -27,12 +33,48 @@ const API_KEY_TOUCH_INTERVAL_MS = 60_000;
 export const ACCESS_CACHE_TTL_MS = 5_000;
 
 /** Tenancy: workspaces, their members and roles, and API keys. */
-export function createWorkspacesService(repo: WorkspacesRepository, clock: () => Date = () => new Date()) {
+export function createWorkspacesService(db: Db, clock: () => Date = () => new Date()) {
+  const repo = createWorkspacesRepository(db);
   const memberships = new LruCache<string, { tenantId: string; role: Role }>(50_000, () => clock().getTime());
   const keys = new LruCache<string, ApiKeyRow>(10_000, () => clock().getTime());
   const membershipKey = (workspaceId: string, userId: string) => `${workspaceId}\u0000${userId}`;
   const forget = (workspaceId: string, userId: string) =>
     memberships.delete(membershipKey(workspaceId, userId));
+
+  /** Creates a tenant with one workspace owned by `ownerId`, atomically. */
+  function createTenantWithWorkspace(input: { tenantName: string; workspaceName: string; ownerId: string }) {
+    return inTransaction(db, async (tx) => {
+      const txRepo = createWorkspacesRepository(tx);
+      const tenant = await txRepo.insertTenant(input.tenantName);
+      const workspace = await txRepo.insertWorkspace(tenant.id, input.workspaceName);
+      await txRepo.insertMember(workspace.id, input.ownerId, 'owner');
+      return { ...workspace, tenant_name: tenant.name };
+    });
+  }
+
+  /**
+   * Changes a role or removes a member, unless that leaves the workspace without an
+   * owner. The owners are locked first so two concurrent demotions cannot both pass.
+   */
+  function changeMember(
+    workspaceId: string,
+    userId: string,
+    change: { role: Role } | { remove: true },
+  ): Promise<MemberRow | 'not_found' | 'last_owner' | 'removed'> {
+    return inTransaction(db, async (tx) => {
+      const txRepo = createWorkspacesRepository(tx);
+      const owners = await txRepo.lockOwners(workspaceId);
+      const current = await txRepo.findMember(workspaceId, userId, true);
+      if (!current) return 'not_found';
+      const losesOwner = current.role === 'owner' && ('remove' in change || change.role !== 'owner');
+      if (losesOwner && owners.length <= 1) return 'last_owner';
+      if ('remove' in change) {
+        await txRepo.deleteMember(workspaceId, userId);
+        return 'removed';
+      }
+      return (await txRepo.updateMemberRole(workspaceId, userId, change.role)) ?? 'not_found';
+    });
+  }
 
   return {
     async findMembership(workspaceId: string, userId: string) {
@@ -93,7 +135,7 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
 
     /** Creates a new tenant and workspace owned by the caller (self-service sign-up). */
     async createWorkspace(userId: string, input: { name: string; tenant_name?: string }) {
-      const created = await repo.createTenantWithWorkspace({
+      const created = await createTenantWithWorkspace({
         tenantName: input.tenant_name ?? input.name,
         workspaceName: input.name,
         ownerId: userId,
@@ -114,7 +156,7 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
     async ensureDefaultWorkspace(userId: string) {
       const [existing] = await repo.listWorkspacesOfUser(userId);
       if (existing) return { id: existing.id, tenant_id: existing.tenant_id };
-      const created = await repo.createTenantWithWorkspace({
+      const created = await createTenantWithWorkspace({
         tenantName: 'Default tenant',
         workspaceName: 'Default workspace',
         ownerId: userId,
@@ -137,7 +179,7 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
       const target = await repo.findMember(actor.workspaceId, userId);
       if (!target) throw notFound('member', userId);
       assertMayAssign(actor, target.role);
-      const result = await repo.changeMember(actor.workspaceId, userId, { role });
+      const result = await changeMember(actor.workspaceId, userId, { role });
       forget(actor.workspaceId, userId);
       if (typeof result === 'string') throw memberError(result, userId);
       return result;
@@ -147,7 +189,7 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
       const target = await repo.findMember(actor.workspaceId, userId);
       if (!target) throw notFound('member', userId);
       assertMayAssign(actor, target.role);
-      const result = await repo.changeMember(actor.workspaceId, userId, { remove: true });
+      const result = await changeMember(actor.workspaceId, userId, { remove: true });
       forget(actor.workspaceId, userId);
       if (result !== 'removed') throw memberError(result, userId);
     },
