@@ -7,7 +7,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { acquireDirectoryLock, type DirectoryLock } from './lock.ts';
-import * as schema from './schema.ts';
+import * as schema from './schema/index.ts';
 import type { Db } from './transaction.ts';
 
 /** An open database: the query interface plus what the process needs to manage it. */

@@ -1,5 +1,5 @@
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
-import type * as schema from './schema.ts';
+import type * as schema from './schema/index.ts';
 
 /**
  * The query interface shared by both engines and by their transactions. Repositories are

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
 import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
-import { agents } from '../../db/schema.ts';
+import { agents } from '../../db/schema/index.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { AgentStatus } from '../../lib/statuses.ts';
 

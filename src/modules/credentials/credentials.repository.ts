@@ -22,7 +22,7 @@ import {
   credentialTypes,
   workspaceKeys,
   workspaceSettings,
-} from '../../db/schema.ts';
+} from '../../db/schema/index.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { AuditAction } from '../../lib/credential-fields.ts';
 

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, getTableColumns, ilike, or, sql } from 'drizzle-orm';
 import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
-import { workflows } from '../../db/schema.ts';
+import { workflows } from '../../db/schema/index.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { WorkflowStatus } from '../../lib/statuses.ts';
 

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
-import { apiKeys, tenants, workspaceMembers, workspaces } from '../../db/schema.ts';
+import { apiKeys, tenants, workspaceMembers, workspaces } from '../../db/schema/index.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { Role } from '../../lib/roles.ts';
 

@@ -16,9 +16,9 @@ import {
   uuid,
   varchar,
 } from 'drizzle-orm/pg-core';
-import type { AuditAction, FieldDefinition, TestEndpoint, TestStatus } from '../lib/credential-fields.ts';
-import type { Role } from '../lib/roles.ts';
-import type { AgentStatus, WorkflowStatus } from '../lib/statuses.ts';
+import type { AuditAction, FieldDefinition, TestEndpoint, TestStatus } from '../../lib/credential-fields.ts';
+import type { Role } from '../../lib/roles.ts';
+import type { AgentStatus, WorkflowStatus } from '../../lib/statuses.ts';
 
 const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
 const updatedAt = () => timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
