@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { hasRole, type Role } from '../caller.ts';
 import { AppError, forbidden, invalid, unauthorized } from '../errors.ts';
-import { hasRole, type Role } from '../lib/roles.ts';
 
 /** Who is calling, in which workspace, with which role; set by the auth hook. */
 export interface Caller {

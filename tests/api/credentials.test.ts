@@ -146,6 +146,21 @@ describe('credential types', () => {
     });
     expect(badType.json().errors[0].field).toBe('body.schema_definition.0.type');
   });
+
+  it('checks test-endpoint placeholders with the pattern the connection test fills them with', async () => {
+    // A dotted placeholder is no field name: refused at creation, never first at test time.
+    const dotted = await call(alice, 'POST', '/api/credentials/types', {
+      name: 'dotted_credentials',
+      display_name: 'Dotted',
+      category: 'api',
+      schema_definition: [{ name: 'api', label: 'API key', type: 'password', required: true }],
+      test_endpoint: { kind: 'http', url: 'https://x.test/me', headers: { 'X-Key': '{{api.key}}' } },
+    });
+    expect(dotted.statusCode).toBe(400);
+    expect(dotted.json().errors).toEqual([
+      { field: 'body.test_endpoint', message: 'uses {{api.key}}, which is not a field of this type' },
+    ]);
+  });
 });
 
 describe('create (rule C1)', () => {

@@ -1,8 +1,7 @@
 import { and, count, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
 import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
-import { agents } from '../../db/schema/index.ts';
+import { type AgentStatus, agents } from '../../db/schema/agents.ts';
 import type { Db } from '../../db/transaction.ts';
-import type { AgentStatus } from '../../lib/statuses.ts';
 
 export type AgentRow = typeof agents.$inferSelect;
 export type NewAgent = Omit<typeof agents.$inferInsert, 'id' | 'created_at' | 'updated_at'>;

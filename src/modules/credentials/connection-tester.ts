@@ -4,10 +4,11 @@ import { isIP, type LookupFunction, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { PLACEHOLDER, type TestEndpoint } from '../../db/schema/credentials.ts';
 import { type AddressPolicy, vetHost } from './address-guard.ts';
 
 /** How a credential type is tested; comes from the type's `test_endpoint.kind`. */
-export type TestKind = 'postgres' | 'redis' | 'http' | 'oauth2' | 'none';
+export type TestKind = TestEndpoint['kind'];
 
 /** The HTTP probe of an API credential type, as stored in the type's `test_endpoint`. */
 export interface HttpTestEndpoint {
@@ -377,8 +378,6 @@ function describeRedisError(
   }
   return `${step} to ${target} failed: ${message}`;
 }
-
-const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g;
 
 /**
  * Fills `{{field}}` placeholders. A placeholder that opens the template is a base URL

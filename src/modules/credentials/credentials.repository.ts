@@ -16,15 +16,18 @@ import {
 } from 'drizzle-orm';
 import { likePattern, toPage, totalCount } from '../../db/queries.ts';
 import {
+  type AuditAction,
   credentialAuditArchive,
   credentialAuditLogs,
   credentials,
   credentialTypes,
   workspaceKeys,
-  workspaceSettings,
-} from '../../db/schema/index.ts';
+} from '../../db/schema/credentials.ts';
+import { workspaceSettings } from '../../db/schema/settings.ts';
 import type { Db } from '../../db/transaction.ts';
-import type { AuditAction } from '../../lib/credential-fields.ts';
+
+/** The vault's column types, for the service (which imports no db/ file but transaction.ts). */
+export type { AuditAction, FieldDefinition, TestEndpoint } from '../../db/schema/credentials.ts';
 
 export type CredentialRow = typeof credentials.$inferSelect;
 export type CredentialTypeRow = typeof credentialTypes.$inferSelect;

@@ -1,6 +1,5 @@
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, conflict, type FieldError, forbidden, notFound } from '../../errors.ts';
-import type { AuditAction, FieldDefinition, TestEndpoint } from '../../lib/credential-fields.ts';
 import {
   chainHash,
   EnvelopeError,
@@ -14,10 +13,12 @@ import {
   changedFieldNames,
   checkFieldDefinitions,
   maskCredentialData,
+  placeholdersOf,
   prepareCredentialData,
   secretFieldNames,
 } from './credential-data.ts';
 import {
+  type AuditAction,
   type AuditFilter,
   type AuditRow,
   type CredentialFilter,
@@ -25,7 +26,9 @@ import {
   type CredentialsRepository,
   type CredentialTypeRow,
   createCredentialsRepository,
+  type FieldDefinition,
   isUniqueViolation,
+  type TestEndpoint,
 } from './credentials.repository.ts';
 import type { VaultKeys } from './vault-keys.ts';
 
@@ -360,10 +363,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       if (endpoint?.kind === 'http' && !endpoint.url) {
         errors.push({ field: 'body.test_endpoint.url', message: 'is required for an http test' });
       }
-      const placeholders = [endpoint?.url ?? '', ...Object.values(endpoint?.headers ?? {})].flatMap((text) =>
-        [...text.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)].map((m) => m[1] as string),
-      );
-      for (const name of placeholders.filter((p) => !names.has(p))) {
+      for (const name of placeholdersOf(endpoint).filter((p) => !names.has(p))) {
         errors.push({
           field: 'body.test_endpoint',
           message: `uses {{${name}}}, which is not a field of this type`,

@@ -1,8 +1,7 @@
 import { and, count, desc, eq, getTableColumns, ilike, or, sql } from 'drizzle-orm';
 import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
-import { workflows } from '../../db/schema/index.ts';
+import { type WorkflowStatus, workflows } from '../../db/schema/workflows.ts';
 import type { Db } from '../../db/transaction.ts';
-import type { WorkflowStatus } from '../../lib/statuses.ts';
 
 export type WorkflowRow = typeof workflows.$inferSelect;
 export type NewWorkflow = Omit<typeof workflows.$inferInsert, 'id' | 'created_at' | 'updated_at'>;

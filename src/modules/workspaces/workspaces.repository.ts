@@ -1,7 +1,9 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
-import { apiKeys, tenants, workspaceMembers, workspaces } from '../../db/schema/index.ts';
+import { apiKeys, type Role, tenants, workspaceMembers, workspaces } from '../../db/schema/workspaces.ts';
 import type { Db } from '../../db/transaction.ts';
-import type { Role } from '../../lib/roles.ts';
+
+/** The roles vocabulary, for the service (which imports no db/ file but transaction.ts). */
+export type { Role } from '../../db/schema/workspaces.ts';
 
 export type MemberRow = typeof workspaceMembers.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;

@@ -2,11 +2,11 @@ import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, conflict, forbidden, notFound } from '../../errors.ts';
 import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
-import type { Role } from '../../lib/roles.ts';
 import {
   type ApiKeyRow,
   createWorkspacesRepository,
   type MemberRow,
+  type Role,
   type WorkspacesRepository,
 } from './workspaces.repository.ts';
 

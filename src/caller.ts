@@ -1,6 +1,7 @@
-/** Workspace roles, most powerful first. */
-export const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
-export type Role = (typeof ROLES)[number];
+import type { Role } from './db/schema/workspaces.ts';
+
+/** Roles are declared beside their table; callers and the auth hook name them from here. */
+export type { Role } from './db/schema/workspaces.ts';
 
 const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
 
