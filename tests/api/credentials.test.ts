@@ -667,6 +667,31 @@ describe('connection test (rule T)', () => {
 });
 
 describe('audit log', () => {
+  it('pages by cursor: after=next_cursor gives the older records, with a filter, to the end', async () => {
+    const credential = await createCredential(alice);
+    for (let i = 0; i < 4; i++) {
+      await t.services.credentials.access({
+        workspaceId: alice.workspaceId,
+        id: credential.id,
+        serviceName: `s${i}`,
+      });
+    }
+    const all = (await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs`)).json();
+    expect(all.next_cursor).toBeNull();
+    const ids: number[] = [];
+    let url = `/api/credentials/${credential.id}/audit-logs?action=accessed&limit=3`;
+    for (;;) {
+      const page = (await call(alice, 'GET', url)).json();
+      ids.push(...page.items.map((r: { id: number }) => r.id));
+      if (page.next_cursor === null) break;
+      expect(page.next_cursor).toBe(page.items.at(-1).id);
+      url = `/api/credentials/${credential.id}/audit-logs?action=accessed&limit=3&after=${page.next_cursor}`;
+    }
+    const accessed = all.items.filter((r: { action: string }) => r.action === 'accessed');
+    expect(ids).toEqual(accessed.map((r: { id: number }) => r.id));
+    expect(ids).toHaveLength(4);
+  });
+
   it('pages newest first, filters by action and time, and verifies the chain', async () => {
     const credential = await createCredential(alice);
     for (let i = 0; i < 3; i++) {

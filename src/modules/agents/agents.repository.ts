@@ -1,5 +1,5 @@
 import { and, count, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
-import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
+import { likePattern, paginate, PreparedVariants, totalCount, variantKey } from '../../db/queries.ts';
 import { type AgentStatus, agents } from '../../db/schema/agents.ts';
 import type { Db } from '../../db/transaction.ts';
 
@@ -72,7 +72,7 @@ export function createAgentsRepository(db: Db) {
         offset: filter.offset,
       };
       const { page, count } = listStatements.get(filter);
-      return toPage(await page.execute(params), filter.offset, async () => {
+      return paginate(filter, await page.execute(params), async () => {
         const [result] = await count.execute(params);
         return result?.value ?? 0;
       });

@@ -47,7 +47,7 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
      */
     async list(actor: AgentActor, filter: AgentFilter & { tenant_id?: string }) {
       if (filter.tenant_id !== undefined && filter.tenant_id.toLowerCase() !== actor.tenantId) {
-        return { items: [], total: 0 };
+        return { items: [], total: 0, limit: filter.limit, offset: filter.offset };
       }
       return repo.list(actor.workspaceId, filter);
     },

@@ -4,6 +4,7 @@ import {
   count,
   desc,
   eq,
+  getTableColumns,
   gte,
   ilike,
   inArray,
@@ -14,7 +15,7 @@ import {
   type SQL,
   sql,
 } from 'drizzle-orm';
-import { likePattern, toPage, totalCount } from '../../db/queries.ts';
+import { afterCursor, likePattern, nextCursorOf, paginate, totalCount } from '../../db/queries.ts';
 import {
   type AuditAction,
   credentialAuditArchive,
@@ -47,6 +48,8 @@ export interface CredentialFilter {
 }
 
 export interface AuditFilter {
+  /** Only records older than this id (the previous page's `next_cursor`). */
+  after?: number;
   action?: AuditAction;
   from?: Date;
   to?: Date;
@@ -276,7 +279,7 @@ export function createCredentialsRepository(db: Db) {
         .orderBy(desc(credentials.created_at), desc(credentials.id))
         .limit(filter.limit)
         .offset(filter.offset);
-      return toPage(rows, filter.offset, async () => {
+      return paginate(filter, rows, async () => {
         const [result] = await db.select({ value: count() }).from(credentials).where(where);
         return result?.value ?? 0;
       });
@@ -323,18 +326,20 @@ export function createCredentialsRepository(db: Db) {
         filter.action ? eq(credentialAuditLogs.action, filter.action) : undefined,
         filter.from ? gte(credentialAuditLogs.created_at, filter.from) : undefined,
         filter.to ? lt(credentialAuditLogs.created_at, filter.to) : undefined,
+        afterCursor(credentialAuditLogs.id, { after: filter.after, order: 'newest_first' }),
       );
       const rows = await db
-        .select({ record: credentialAuditLogs, total: totalCount() })
+        .select({ ...getTableColumns(credentialAuditLogs), total: totalCount() })
         .from(credentialAuditLogs)
         .where(where)
         .orderBy(desc(credentialAuditLogs.id))
         .limit(filter.limit)
         .offset(filter.offset);
-      return toPage(rows, filter.offset, async () => {
+      const page = await paginate(filter, rows, async () => {
         const [result] = await db.select({ value: count() }).from(credentialAuditLogs).where(where);
         return result?.value ?? 0;
       });
+      return { ...page, next_cursor: nextCursorOf(page) };
     },
 
     /** The whole chain of a credential, oldest first, for verification. */
@@ -373,13 +378,13 @@ export function createCredentialsRepository(db: Db) {
           : eq(credentialAuditArchive.credential_id, filter.credential_id),
       );
       const rows = await db
-        .select({ record: credentialAuditArchive, total: totalCount() })
+        .select({ ...getTableColumns(credentialAuditArchive), total: totalCount() })
         .from(credentialAuditArchive)
         .where(where)
         .orderBy(desc(credentialAuditArchive.id))
         .limit(filter.limit)
         .offset(filter.offset);
-      return toPage(rows, filter.offset, async () => {
+      return paginate(filter, rows, async () => {
         const [result] = await db.select({ value: count() }).from(credentialAuditArchive).where(where);
         return result?.value ?? 0;
       });

@@ -126,10 +126,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: ArchivePage },
       },
     },
-    async (request) => ({
-      ...(await credentials.archive(actorOf(request), request.query)),
-      ...pageOf(request.query),
-    }),
+    async (request) => credentials.archive(actorOf(request), request.query),
   );
 
   app.get(
@@ -166,10 +163,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: CredentialPage },
       },
     },
-    async (request) => ({
-      ...(await credentials.list(actorOf(request), request.query)),
-      ...pageOf(request.query),
-    }),
+    async (request) => credentials.list(actorOf(request), request.query),
   );
 
   app.get(
@@ -259,7 +253,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: 'Audit trail',
         description:
-          'The credential’s audit records, newest first. Filters: action, from (inclusive), to (exclusive).',
+          'The credential’s audit records, newest first. Filters: action, from (inclusive), to (exclusive). Page by `after` (the previous page’s `next_cursor`: records older than that id), which stays stable while records are added; `limit`/`offset` keep working.',
         params: CredentialIdParams,
         querystring: ListAuditQuery,
         response: { 200: AuditPage },
@@ -268,10 +262,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const { from, to, ...rest } = request.query;
       const filter = { ...rest, from: from ? new Date(from) : undefined, to: to ? new Date(to) : undefined };
-      return {
-        ...(await credentials.auditLogs(actorOf(request), request.params.id, filter)),
-        ...pageOf(request.query),
-      };
+      return credentials.auditLogs(actorOf(request), request.params.id, filter);
     },
   );
 
@@ -291,4 +282,3 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
   );
 };
 
-const pageOf = (query: { limit: number; offset: number }) => ({ limit: query.limit, offset: query.offset });

@@ -148,12 +148,20 @@ const auditFields = {
   hash: Type.String({ description: 'HMAC-SHA256 over the canonical record and prev_hash' }),
 };
 
-export const AuditPage = Page(Type.Object(auditFields));
+export const AuditPage = Type.Object({
+  ...Page(Type.Object(auditFields)).properties,
+  next_cursor: Nullable(
+    Type.Integer({ description: 'pass as `after` for the next (older) page; null when no record is left' }),
+  ),
+});
 
 export const ListAuditQuery = Type.Object({
   action: Type.Optional(AuditActionSchema),
   from: Type.Optional(Type.String({ format: 'date-time', description: 'inclusive' })),
   to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive' })),
+  after: Type.Optional(
+    Type.Integer({ minimum: 1, description: 'only records older than this id: the previous page’s next_cursor' }),
+  ),
   ...PageQuery,
 });
 

@@ -450,7 +450,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     async list(actor: VaultActor, filter: Omit<CredentialFilter, 'now'>) {
       const page = await repo.listCredentials(actor.workspaceId, { ...filter, now: clock() });
-      return { items: page.items.map((item) => present(item.credential, item.type_name)), total: page.total };
+      return { ...page, items: page.items.map((item) => present(item.credential, item.type_name)) };
     },
 
     /** Details: non-secret fields shown, password and hidden fields masked; not an audited access. */
@@ -643,8 +643,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     async auditLogs(actor: VaultActor, id: number, filter: AuditFilter) {
       if (!(await repo.findCredential(actor.workspaceId, id))) throw credentialNotFound(id);
-      const page = await repo.listAudit(actor.workspaceId, id, filter);
-      return { items: page.items.map((item) => item.record), total: page.total };
+      return repo.listAudit(actor.workspaceId, id, filter);
     },
 
     /** Recomputes the chain: intact, or the first record whose link or content does not match. */
@@ -673,10 +672,8 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       return { intact: true, records: records.length, first_broken: null };
     },
 
-    async archive(actor: VaultActor, filter: { credential_id?: number; limit: number; offset: number }) {
-      const page = await repo.listArchive(actor.workspaceId, filter);
-      return { items: page.items.map((item) => item.record), total: page.total };
-    },
+    archive: (actor: VaultActor, filter: { credential_id?: number; limit: number; offset: number }) =>
+      repo.listArchive(actor.workspaceId, filter),
 
     // Settings.
 

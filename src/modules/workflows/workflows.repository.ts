@@ -1,5 +1,5 @@
 import { and, count, desc, eq, getTableColumns, ilike, or, sql } from 'drizzle-orm';
-import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
+import { likePattern, paginate, PreparedVariants, totalCount, variantKey } from '../../db/queries.ts';
 import { type WorkflowStatus, workflows } from '../../db/schema/workflows.ts';
 import type { Db } from '../../db/transaction.ts';
 
@@ -76,7 +76,7 @@ export function createWorkflowsRepository(db: Db) {
         offset: filter.offset,
       };
       const { page, count } = listStatements.get(filter);
-      return toPage(await page.execute(params), filter.offset, async () => {
+      return paginate(filter, await page.execute(params), async () => {
         const [result] = await count.execute(params);
         return result?.value ?? 0;
       });

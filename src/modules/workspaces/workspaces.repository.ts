@@ -1,4 +1,5 @@
-import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, sql } from 'drizzle-orm';
+import { type PageRequest, paginate, totalCount } from '../../db/queries.ts';
 import { apiKeys, type Role, tenants, workspaceMembers, workspaces } from '../../db/schema/workspaces.ts';
 import type { Db } from '../../db/transaction.ts';
 
@@ -69,21 +70,20 @@ export function createWorkspacesRepository(db: Db) {
       return workspace;
     },
 
-    async listMembers(workspaceId: string, page: { limit: number; offset: number }) {
-      const [items, [total]] = await Promise.all([
-        db
-          .select()
-          .from(workspaceMembers)
-          .where(eq(workspaceMembers.workspace_id, workspaceId))
-          .orderBy(asc(workspaceMembers.created_at), asc(workspaceMembers.user_id))
-          .limit(page.limit)
-          .offset(page.offset),
-        db
-          .select({ value: count() })
-          .from(workspaceMembers)
-          .where(eq(workspaceMembers.workspace_id, workspaceId)),
-      ]);
-      return { items, total: total?.value ?? 0 };
+    /** Oldest member first. */
+    async listMembers(workspaceId: string, page: PageRequest) {
+      const where = eq(workspaceMembers.workspace_id, workspaceId);
+      const rows = await db
+        .select({ ...getTableColumns(workspaceMembers), total: totalCount() })
+        .from(workspaceMembers)
+        .where(where)
+        .orderBy(asc(workspaceMembers.created_at), asc(workspaceMembers.user_id))
+        .limit(page.limit)
+        .offset(page.offset);
+      return paginate(page, rows, async () => {
+        const [result] = await db.select({ value: count() }).from(workspaceMembers).where(where);
+        return result?.value ?? 0;
+      });
     },
 
     /** One member; `lock` takes the row lock until the transaction ends. */
@@ -132,18 +132,20 @@ export function createWorkspacesRepository(db: Db) {
       return row;
     },
 
-    async listApiKeys(workspaceId: string, page: { limit: number; offset: number }) {
-      const [items, [total]] = await Promise.all([
-        db
-          .select()
-          .from(apiKeys)
-          .where(eq(apiKeys.workspace_id, workspaceId))
-          .orderBy(desc(apiKeys.created_at), desc(apiKeys.id))
-          .limit(page.limit)
-          .offset(page.offset),
-        db.select({ value: count() }).from(apiKeys).where(eq(apiKeys.workspace_id, workspaceId)),
-      ]);
-      return { items, total: total?.value ?? 0 };
+    /** Newest key first. */
+    async listApiKeys(workspaceId: string, page: PageRequest) {
+      const where = eq(apiKeys.workspace_id, workspaceId);
+      const rows = await db
+        .select({ ...getTableColumns(apiKeys), total: totalCount() })
+        .from(apiKeys)
+        .where(where)
+        .orderBy(desc(apiKeys.created_at), desc(apiKeys.id))
+        .limit(page.limit)
+        .offset(page.offset);
+      return paginate(page, rows, async () => {
+        const [result] = await db.select({ value: count() }).from(apiKeys).where(where);
+        return result?.value ?? 0;
+      });
     },
 
     async findApiKeyByHash(keyHash: string) {

@@ -215,8 +215,8 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
     },
 
     async listApiKeys(actor: Actor, page: Page) {
-      const { items, total } = await repo.listApiKeys(actor.workspaceId, page);
-      return { items: items.map(presentApiKey), total };
+      const keysPage = await repo.listApiKeys(actor.workspaceId, page);
+      return { ...keysPage, items: keysPage.items.map(presentApiKey) };
     },
 
     async revokeApiKey(actor: Actor, id: string) {
