@@ -114,13 +114,12 @@ export const streamOrder = (id: AnyColumn, order: StreamOrder): SQL =>
 /**
  * Keyset pagination for append-only streams (run events, messages, audit, activity): a
  * page never shifts when rows are added, and costs the same deep in the stream as at its
- * start, which offsets cannot promise. `fetch` runs the query with the cursor condition,
+ * start, which offsets cannot promise. `id` is the stream's growing id column. `fetch` runs the query with the cursor condition,
  * order and limit given (one more row than asked, to know whether another page follows).
  */
-export async function pageByCursor<Row>(
+export async function pageByCursor<Row extends { id: number }>(
   request: CursorRequest,
   id: AnyColumn,
-  idOf: (row: Row) => number,
   fetch: (query: { where: SQL | undefined; orderBy: SQL; limit: number }) => Promise<Row[]>,
 ): Promise<CursorPage<Row>> {
   const rows = await fetch({
@@ -130,5 +129,5 @@ export async function pageByCursor<Row>(
   });
   const items = rows.slice(0, request.limit);
   const last = items.at(-1);
-  return { items, next_cursor: rows.length > request.limit && last ? idOf(last) : null };
+  return { items, next_cursor: rows.length > request.limit && last ? last.id : null };
 }

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
-import { likePattern, paginate, PreparedVariants, totalCount, variantKey } from '../../db/queries.ts';
+import { likePattern, PreparedVariants, paginate, totalCount, variantKey } from '../../db/queries.ts';
 import { type AgentStatus, agents } from '../../db/schema/agents.ts';
 import type { Db } from '../../db/transaction.ts';
 

@@ -281,4 +281,3 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     async (request) => credentials.verifyAudit(actorOf(request), request.params.id),
   );
 };
-

@@ -160,7 +160,10 @@ export const ListAuditQuery = Type.Object({
   from: Type.Optional(Type.String({ format: 'date-time', description: 'inclusive' })),
   to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive' })),
   after: Type.Optional(
-    Type.Integer({ minimum: 1, description: 'only records older than this id: the previous page’s next_cursor' }),
+    Type.Integer({
+      minimum: 1,
+      description: 'only records older than this id: the previous page’s next_cursor',
+    }),
   ),
   ...PageQuery,
 });

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, getTableColumns, ilike, or, sql } from 'drizzle-orm';
-import { likePattern, paginate, PreparedVariants, totalCount, variantKey } from '../../db/queries.ts';
+import { likePattern, PreparedVariants, paginate, totalCount, variantKey } from '../../db/queries.ts';
 import { type WorkflowStatus, workflows } from '../../db/schema/workflows.ts';
 import type { Db } from '../../db/transaction.ts';
 
