@@ -25,17 +25,13 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const streamA = (request: CursorRequest) =>
-  pageByCursor(
-    request,
-    events.id,
-    (row) => row.id,
-    ({ where, orderBy, limit }) =>
-      t.database.db
-        .select()
-        .from(events)
-        .where(and(eq(events.stream, 'a'), where))
-        .orderBy(orderBy)
-        .limit(limit),
+  pageByCursor(request, events.id, ({ where, orderBy, limit }) =>
+    t.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.stream, 'a'), where))
+      .orderBy(orderBy)
+      .limit(limit),
   );
 
 /** Follows next_cursor from the start to the end and returns every page's ids. */
