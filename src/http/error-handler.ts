@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, type FieldError } from '../errors.ts';
+import { AppError, type ErrorCode, type FieldError } from '../errors.ts';
 import { toFieldErrors } from './validation.ts';
 
 /** RFC 9457 problem details, plus the stable `code` and the `request_id` of this service. */
@@ -9,7 +9,7 @@ export interface Problem {
   title: string;
   status: number;
   detail: string;
-  code: string;
+  code: ErrorCode;
   request_id: string;
   errors?: FieldError[];
 }
@@ -20,7 +20,7 @@ export function toProblem(
   requestId: string,
   bodyLimit: number,
 ): { problem: Problem; headers?: Record<string, string> } {
-  const make = (status: number, code: string, detail: string, errors?: FieldError[]): Problem => ({
+  const make = (status: number, code: ErrorCode, detail: string, errors?: FieldError[]): Problem => ({
     type: 'about:blank',
     title: STATUS_CODES[status] ?? 'Error',
     status,

@@ -1,5 +1,5 @@
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { AppError, conflict, type FieldError, forbidden, notFound } from '../../errors.ts';
+import { AppError, conflict, forbidden, invalidFields, notFound } from '../../errors.ts';
 import {
   chainHash,
   EnvelopeError,
@@ -90,12 +90,9 @@ export interface CredentialsDependencies {
   clock?: () => Date;
 }
 
-const credentialNotFound = (id: number | string) =>
-  new AppError(404, 'credential_not_found', `credential ${id} not found`);
+const credentialNotFound = (id: number | string) => notFound('credential', id);
 const encryptionKeyError = () =>
   new AppError(500, 'encryption_key_error', 'the stored credential data cannot be decrypted');
-const validationFailed = (errors: FieldError[]) =>
-  new AppError(400, 'validation_failed', errors.map((e) => `${e.field} ${e.message}`).join('; '), errors);
 const duplicate = (name: string, environment: string) =>
   conflict(
     'duplicate_credential',
@@ -253,7 +250,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           const unknown = (request.fields ?? []).filter((f) => !known.has(f));
           if (unknown.length > 0) {
             outcomes.set(pending, {
-              error: validationFailed(
+              error: invalidFields(
                 unknown.map((f) => ({ field: 'fields', message: `${f} is not a field of this credential` })),
               ),
             });
@@ -369,7 +366,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           message: `uses {{${name}}}, which is not a field of this type`,
         });
       }
-      if (errors.length > 0) throw validationFailed(errors);
+      if (errors.length > 0) throw invalidFields(errors);
       if (await repo.typeNameTaken(actor.workspaceId, input.name)) {
         throw conflict('duplicate_credential_type', `a credential type named ${input.name} already exists`);
       }
@@ -404,12 +401,12 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     ) {
       const type = await repo.findType(actor.workspaceId, input.credential_type_id);
       if (!type?.is_active) {
-        throw validationFailed([
+        throw invalidFields([
           { field: 'body.credential_type_id', message: 'does not name an active credential type' },
         ]);
       }
       const prepared = prepareCredentialData(type.name, type.schema_definition, input.data);
-      if (prepared.errors.length > 0) throw validationFailed(prepared.errors);
+      if (prepared.errors.length > 0) throw invalidFields(prepared.errors);
       const environment = input.environment ?? 'production';
       const workspaceKeys = await keysOf(actor.workspaceId);
       try {
@@ -531,7 +528,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
               throw error;
             }
             const prepared = prepareCredentialData(type.name, type.schema_definition, input.data, previous);
-            if (prepared.errors.length > 0) throw validationFailed(prepared.errors);
+            if (prepared.errors.length > 0) throw invalidFields(prepared.errors);
             dataFields = changedFieldNames(previous, prepared.data);
             if (dataFields.length > 0) {
               changes.encrypted_data = sealCredential(

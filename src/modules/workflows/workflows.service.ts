@@ -1,5 +1,5 @@
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { AppError, notFound } from '../../errors.ts';
+import { type AppError, invalidFields, notFound } from '../../errors.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
 import {
   createWorkflowsRepository,
@@ -103,14 +103,10 @@ export function createWorkflowsService(db: Db, deps: WorkflowsDependencies) {
 export type WorkflowsService = ReturnType<typeof createWorkflowsService>;
 
 function missingAgentsError(missing: number[], agentIds: string[]): AppError {
-  const errors = missing.map((index) => ({
-    field: `body.agents.${index}`,
-    message: `agent ${agentIds[index]} does not exist in this workspace`,
-  }));
-  return new AppError(
-    400,
-    'validation_failed',
-    errors.map((e) => `${e.field}: ${e.message}`).join('; '),
-    errors,
+  return invalidFields(
+    missing.map((index) => ({
+      field: `body.agents.${index}`,
+      message: `agent ${agentIds[index]} does not exist in this workspace`,
+    })),
   );
 }

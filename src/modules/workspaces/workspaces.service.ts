@@ -1,5 +1,5 @@
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { AppError, conflict, forbidden, notFound } from '../../errors.ts';
+import { type AppError, conflict, forbidden, invalid, notFound } from '../../errors.ts';
 import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
 import {
@@ -198,9 +198,7 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
     async createApiKey(actor: Actor, input: { name: string; expires_at?: string }) {
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
       if (expiresAt && expiresAt <= clock()) {
-        throw new AppError(400, 'validation_failed', 'body.expires_at must be in the future', [
-          { field: 'body.expires_at', message: 'must be in the future' },
-        ]);
+        throw invalid('body.expires_at', 'must be in the future');
       }
       const minted = mintApiKey();
       const row = await repo.insertApiKey({
