@@ -7,6 +7,7 @@ import { createCredentialsService } from './modules/credentials/credentials.serv
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
 import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
+import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
@@ -24,6 +25,7 @@ export async function createServices(config: Config, database: Database) {
   });
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
+  const settings = createSettingsService(db);
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
@@ -42,7 +44,8 @@ export async function createServices(config: Config, database: Database) {
     workspaces: createWorkspacesService(db),
     agents,
     workflows,
-    credentials: createCredentialsService({ db, keys: vaultKeys, testConnection }),
+    settings,
+    credentials: createCredentialsService({ db, settings, keys: vaultKeys, testConnection }),
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,

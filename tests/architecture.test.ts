@@ -55,6 +55,11 @@ const rules: Rule[] = [
     why: 'repositories import db/ and lib/ only',
   },
   {
+    applies: (f) => f.endsWith('.repository.ts'),
+    forbids: (t, f) => t.startsWith('db/schema/') && t !== `db/schema/${moduleOf(f)}.ts`,
+    why: 'a repository touches only its own module’s tables (db/schema/<module>.ts)',
+  },
+  {
     applies: (f) => f.startsWith('db/') || f.startsWith('lib/') || f === 'config.ts' || f === 'errors.ts',
     forbids: (t) => t.startsWith('modules/') || t.startsWith('http/'),
     why: 'db/, lib/, config and errors import nothing from modules/ or http/',

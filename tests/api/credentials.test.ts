@@ -340,6 +340,7 @@ describe('decrypted access (rule C2)', () => {
     let now = new Date(expiresAt.getTime());
     const service = createCredentialsService({
       db: t.database.db,
+      settings: t.services.settings,
       keys: t.services.vaultKeys,
       testConnection: async () => ({ passed: true, message: '', duration_ms: 0 }),
       clock: () => now,

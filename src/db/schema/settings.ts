@@ -1,4 +1,5 @@
 import { jsonb, pgTable, primaryKey, uuid, varchar } from 'drizzle-orm/pg-core';
+import { type Static, type TObject, Type } from 'typebox';
 import { updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
@@ -15,3 +16,36 @@ export const workspaceSettings = pgTable(
   },
   (t) => [primaryKey({ columns: [t.workspace_id, t.key] })],
 );
+
+/** The `credentials` namespace: the vault's per-workspace switches. */
+export const CredentialSettingsSchema = Type.Object({
+  environment_lookup: Type.Boolean({ description: 'lookup by name honours the environment (rule E)' }),
+  archive_audit_on_delete: Type.Boolean({
+    description: 'copy the audit trail to the archive before deleting',
+  }),
+  refuse_private_networks: Type.Boolean({
+    description: 'connection tests refuse private and loopback addresses',
+  }),
+});
+
+/**
+ * Every settings namespace: its schema (a stored value that no longer fits it is ignored)
+ * and its defaults, which apply to every key a workspace has not set. The defaults are
+ * kept out of the schemas on purpose: the validator fills `default`s into request bodies,
+ * which would turn a partial update into a reset.
+ */
+export const SETTINGS_NAMESPACES = {
+  credentials: {
+    schema: CredentialSettingsSchema,
+    defaults: {
+      environment_lookup: false,
+      archive_audit_on_delete: true,
+      refuse_private_networks: false,
+    },
+  },
+} as const satisfies Record<string, { schema: TObject; defaults: Record<string, unknown> }>;
+
+export type SettingsNamespace = keyof typeof SETTINGS_NAMESPACES;
+
+/** The settings of one namespace, every key present. */
+export type Settings<N extends SettingsNamespace> = Static<(typeof SETTINGS_NAMESPACES)[N]['schema']>;

@@ -24,7 +24,6 @@ import {
   credentialTypes,
   workspaceKeys,
 } from '../../db/schema/credentials.ts';
-import { workspaceSettings } from '../../db/schema/settings.ts';
 import type { Db } from '../../db/transaction.ts';
 
 /** The vault's column types, for the service (which imports no db/ file but transaction.ts). */
@@ -159,28 +158,6 @@ export function createCredentialsRepository(db: Db) {
         .update(workspaceKeys)
         .set({ wrapped_key: wrappedKey, master_key_id: masterKeyId, rotated_at: sql`now()` })
         .where(eq(workspaceKeys.workspace_id, workspaceId));
-    },
-
-    // Settings.
-
-    async getSettings(workspaceId: string, prefix: string): Promise<Record<string, unknown>> {
-      const rows = await db
-        .select({ key: workspaceSettings.key, value: workspaceSettings.value })
-        .from(workspaceSettings)
-        .where(
-          and(eq(workspaceSettings.workspace_id, workspaceId), ilike(workspaceSettings.key, `${prefix}%`)),
-        );
-      return Object.fromEntries(rows.map((row) => [row.key, row.value]));
-    },
-
-    async putSetting(workspaceId: string, key: string, value: unknown) {
-      await db
-        .insert(workspaceSettings)
-        .values({ workspace_id: workspaceId, key, value })
-        .onConflictDoUpdate({
-          target: [workspaceSettings.workspace_id, workspaceSettings.key],
-          set: { value, updated_at: sql`now()` },
-        });
     },
 
     // Credentials.

@@ -7,6 +7,7 @@ import {
   TestEndpointSchema,
   TestStatusSchema,
 } from '../../db/schema/credentials.ts';
+import { CredentialSettingsSchema } from '../../db/schema/settings.ts';
 import { Page, PageQuery, Timestamp } from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
@@ -188,17 +189,9 @@ export const ArchiveQuery = Type.Object({
   ...PageQuery,
 });
 
-export const SettingsSchema = Type.Object({
-  environment_lookup: Type.Boolean({ description: 'lookup by name honours the environment (rule E)' }),
-  archive_audit_on_delete: Type.Boolean({
-    description: 'copy the audit trail to the archive before deleting',
-  }),
-  refuse_private_networks: Type.Boolean({
-    description: 'connection tests refuse private and loopback addresses',
-  }),
-});
+export const SettingsSchema = CredentialSettingsSchema;
 
-export const UpdateSettingsBody = Type.Partial(SettingsSchema, { additionalProperties: false });
+export const UpdateSettingsBody = Type.Partial(CredentialSettingsSchema, { additionalProperties: false });
 
 export const EncryptionStatusSchema = Type.Object({
   current_key_id: MasterKeyIdSchema,

@@ -7,6 +7,7 @@ import {
   sealCredential,
   type WorkspaceKeys,
 } from '../../lib/crypto/envelope.ts';
+import type { SettingsService } from '../settings/settings.service.ts';
 import type { ConnectionTestRequest, ConnectionTestResult } from './connection-tester.ts';
 import {
   type CredentialData,
@@ -66,25 +67,14 @@ export interface AccessRequest {
   ipAddress?: string;
 }
 
-export interface CredentialSettings {
-  environment_lookup: boolean;
-  archive_audit_on_delete: boolean;
-  refuse_private_networks: boolean;
-}
-
-const SETTING_DEFAULTS: CredentialSettings = {
-  environment_lookup: false,
-  archive_audit_on_delete: true,
-  refuse_private_networks: false,
-};
-const SETTING_PREFIX = 'credentials.';
-
 /** Decrypted accesses written per transaction, and transactions under way at once. */
 const MAX_BATCH_SIZE = 64;
 const MAX_BATCHES_IN_FLIGHT = 2;
 
 export interface CredentialsDependencies {
   db: Db;
+  /** The vault's settings live in the settings module, namespace `credentials`. */
+  settings: Pick<SettingsService, 'get' | 'update'>;
   keys: VaultKeys;
   testConnection: (request: ConnectionTestRequest) => Promise<ConnectionTestResult>;
   clock?: () => Date;
@@ -177,15 +167,8 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     return type;
   }
 
-  async function settingsOf(workspaceId: string): Promise<CredentialSettings> {
-    const stored = await repo.getSettings(workspaceId, SETTING_PREFIX);
-    const settings = { ...SETTING_DEFAULTS };
-    for (const key of Object.keys(SETTING_DEFAULTS) as (keyof CredentialSettings)[]) {
-      const value = stored[`${SETTING_PREFIX}${key}`];
-      if (typeof value === 'boolean') settings[key] = value;
-    }
-    return settings;
-  }
+  /** The vault's switches for a workspace (namespace `credentials` of the settings module). */
+  const settingsOf = (workspaceId: string) => deps.settings.get(workspaceId, 'credentials');
 
   function present(row: CredentialRow, typeName: string) {
     const { encrypted_data: _never, ...visible } = row;
@@ -676,12 +659,8 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     getSettings: (actor: VaultActor) => settingsOf(actor.workspaceId),
 
-    async updateSettings(actor: VaultActor, changes: Partial<CredentialSettings>) {
-      for (const [key, value] of Object.entries(changes)) {
-        if (value !== undefined) await repo.putSetting(actor.workspaceId, `${SETTING_PREFIX}${key}`, value);
-      }
-      return settingsOf(actor.workspaceId);
-    },
+    updateSettings: (actor: VaultActor, changes: Partial<Awaited<ReturnType<typeof settingsOf>>>) =>
+      deps.settings.update(actor.workspaceId, 'credentials', changes),
 
     /** Operators: workspace keys per master key. */
     encryptionStatus: () => keys.status(),
