@@ -113,6 +113,15 @@ describe('architecture', () => {
     expect(violations).toEqual([]);
   });
 
+  it('names who is calling once: Caller in caller.ts', () => {
+    const declarations = sourceFiles(src).flatMap((file) =>
+      [...fs.readFileSync(file, 'utf8').matchAll(/^export (?:interface|type) (\w*(?:Actor|Caller))\b/gm)].map(
+        (match) => `${path.relative(src, file)}: ${match[1]}`,
+      ),
+    );
+    expect(declarations).toEqual(['caller.ts: Caller']);
+  });
+
   it('has no import cycles', () => {
     const graph = new Map(
       files.map(({ file, imports }) => [file, imports.filter((t) => !t.startsWith('pkg:'))]),

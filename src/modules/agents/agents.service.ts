@@ -1,3 +1,4 @@
+import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { notFound } from '../../errors.ts';
 import {
@@ -6,13 +7,6 @@ import {
   createAgentsRepository,
   type NewAgent,
 } from './agents.repository.ts';
-
-/** The caller as the service needs it. */
-export interface AgentActor {
-  userId: string;
-  workspaceId: string;
-  tenantId: string;
-}
 
 export type CreateAgentInput = Omit<NewAgent, 'workspace_id' | 'created_by'>;
 
@@ -31,11 +25,11 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
   const repo = createAgentsRepository(db);
 
   return {
-    create: (actor: AgentActor, input: CreateAgentInput) =>
-      repo.insert({ ...input, workspace_id: actor.workspaceId, created_by: actor.userId }),
+    create: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, input: CreateAgentInput) =>
+      repo.insert({ ...input, workspace_id: caller.workspaceId, created_by: caller.userId }),
 
-    async get(actor: AgentActor, id: string) {
-      const agent = await repo.find(actor.workspaceId, id);
+    async get(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, id: string) {
+      const agent = await repo.find(caller.workspaceId, id);
       if (!agent) throw notFound('agent', id);
       return agent;
     },
@@ -45,15 +39,22 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
      * belongs to exactly one tenant, any other tenant matches nothing (an empty list,
      * which reveals nothing about tenants the caller does not belong to).
      */
-    async list(actor: AgentActor, filter: AgentFilter & { tenant_id?: string }) {
-      if (filter.tenant_id !== undefined && filter.tenant_id.toLowerCase() !== actor.tenantId) {
+    async list(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>,
+      filter: AgentFilter & { tenant_id?: string },
+    ) {
+      if (filter.tenant_id !== undefined && filter.tenant_id.toLowerCase() !== caller.tenantId) {
         return { items: [], total: 0, limit: filter.limit, offset: filter.offset };
       }
-      return repo.list(actor.workspaceId, filter);
+      return repo.list(caller.workspaceId, filter);
     },
 
-    async update(actor: AgentActor, id: string, changes: AgentChanges) {
-      const agent = await repo.update(actor.workspaceId, id, changes);
+    async update(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>,
+      id: string,
+      changes: AgentChanges,
+    ) {
+      const agent = await repo.update(caller.workspaceId, id, changes);
       if (!agent) throw notFound('agent', id);
       return agent;
     },
@@ -63,10 +64,10 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
      * transaction. Deleting first locks the row, so a workflow being saved with this
      * agent either commits before (and is cleaned here) or fails its existence check.
      */
-    async delete(actor: AgentActor, id: string) {
+    async delete(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, id: string) {
       await inTransaction(db, async (tx) => {
-        if (!(await createAgentsRepository(tx).delete(actor.workspaceId, id))) throw notFound('agent', id);
-        await deps.removeFromWorkflows(tx, actor.workspaceId, id);
+        if (!(await createAgentsRepository(tx).delete(caller.workspaceId, id))) throw notFound('agent', id);
+        await deps.removeFromWorkflows(tx, caller.workspaceId, id);
       });
     },
 

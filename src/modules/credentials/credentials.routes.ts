@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { forbidden } from '../../errors.ts';
 import {
@@ -23,15 +22,9 @@ import {
   UpdateSettingsBody,
   VerifySchema,
 } from './credentials.schemas.ts';
-import type { CredentialsService, VaultActor } from './credentials.service.ts';
+import type { CredentialsService } from './credentials.service.ts';
 
 const tags = ['Credentials'];
-
-const actorOf = (request: FastifyRequest): VaultActor => ({
-  userId: request.caller.userId,
-  workspaceId: request.caller.workspaceId,
-  ipAddress: request.ip,
-});
 
 /** The credential vault (spec sections 2.1 to 2.3, 3.1, 4.10). */
 export const credentialsRoutes: FastifyPluginAsyncTypebox<{
@@ -50,7 +43,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: Type.Object({ items: Type.Array(CredentialTypeSchema) }) },
       },
     },
-    async (request) => ({ items: await credentials.listTypes(actorOf(request), request.query) }),
+    async (request) => ({ items: await credentials.listTypes(request.caller, request.query) }),
   );
 
   app.get(
@@ -64,7 +57,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: CredentialTypeSchema },
       },
     },
-    async (request) => credentials.getType(actorOf(request), request.params.id),
+    async (request) => credentials.getType(request.caller, request.params.id),
   );
 
   app.post(
@@ -81,7 +74,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request, reply) =>
-      reply.status(201).send(await credentials.createType(actorOf(request), request.body)),
+      reply.status(201).send(await credentials.createType(request.caller, request.body)),
   );
 
   app.get(
@@ -95,7 +88,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: SettingsSchema },
       },
     },
-    async (request) => credentials.getSettings(actorOf(request)),
+    async (request) => credentials.getSettings(request.caller),
   );
 
   app.put(
@@ -110,7 +103,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: SettingsSchema },
       },
     },
-    async (request) => credentials.updateSettings(actorOf(request), request.body),
+    async (request) => credentials.updateSettings(request.caller, request.body),
   );
 
   app.get(
@@ -126,7 +119,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: ArchivePage },
       },
     },
-    async (request) => credentials.archive(actorOf(request), request.query),
+    async (request) => credentials.archive(request.caller, request.query),
   );
 
   app.get(
@@ -163,7 +156,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: CredentialPage },
       },
     },
-    async (request) => credentials.list(actorOf(request), request.query),
+    async (request) => credentials.list(request.caller, request.query),
   );
 
   app.get(
@@ -178,7 +171,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: CredentialDetailsSchema },
       },
     },
-    async (request) => credentials.get(actorOf(request), request.params.id),
+    async (request) => credentials.get(request.caller, request.params.id),
   );
 
   app.post(
@@ -193,8 +186,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 201: CredentialDetailsSchema },
       },
     },
-    async (request, reply) =>
-      reply.status(201).send(await credentials.create(actorOf(request), request.body)),
+    async (request, reply) => reply.status(201).send(await credentials.create(request.caller, request.body)),
   );
 
   app.put(
@@ -210,7 +202,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: CredentialSchema },
       },
     },
-    async (request) => credentials.update(actorOf(request), request.params.id, request.body),
+    async (request) => credentials.update(request.caller, request.params.id, request.body),
   );
 
   app.delete(
@@ -226,7 +218,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request, reply) => {
-      await credentials.remove(actorOf(request), request.params.id);
+      await credentials.remove(request.caller, request.params.id);
       return reply.status(204).send(null);
     },
   );
@@ -243,7 +235,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: TestResultSchema },
       },
     },
-    async (request) => credentials.test(actorOf(request), request.params.id),
+    async (request) => credentials.test(request.caller, request.params.id),
   );
 
   app.get(
@@ -262,7 +254,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const { from, to, ...rest } = request.query;
       const filter = { ...rest, from: from ? new Date(from) : undefined, to: to ? new Date(to) : undefined };
-      return credentials.auditLogs(actorOf(request), request.params.id, filter);
+      return credentials.auditLogs(request.caller, request.params.id, filter);
     },
   );
 
@@ -278,6 +270,6 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: VerifySchema },
       },
     },
-    async (request) => credentials.verifyAudit(actorOf(request), request.params.id),
+    async (request) => credentials.verifyAudit(request.caller, request.params.id),
   );
 };

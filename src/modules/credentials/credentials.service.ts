@@ -1,3 +1,4 @@
+import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, conflict, forbidden, invalidFields, notFound } from '../../errors.ts';
 import {
@@ -32,13 +33,6 @@ import {
   type TestEndpoint,
 } from './credentials.repository.ts';
 import type { VaultKeys } from './vault-keys.ts';
-
-/** Who acts, from where. */
-export interface VaultActor {
-  userId: string;
-  workspaceId: string;
-  ipAddress?: string;
-}
 
 /** A workspace's own credential type, as its admin describes it. */
 export interface NewCredentialType {
@@ -327,16 +321,18 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     // Types.
 
-    listTypes: (actor: VaultActor, filter: { category?: string; is_active?: boolean }) =>
-      repo.listTypes(actor.workspaceId, filter),
+    listTypes: (
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      filter: { category?: string; is_active?: boolean },
+    ) => repo.listTypes(caller.workspaceId, filter),
 
-    async getType(actor: VaultActor, id: number) {
-      const type = await repo.findType(actor.workspaceId, id);
+    async getType(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      const type = await repo.findType(caller.workspaceId, id);
       if (!type) throw notFound('credential type', id);
       return type;
     },
 
-    async createType(actor: VaultActor, input: NewCredentialType) {
+    async createType(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, input: NewCredentialType) {
       const errors = checkFieldDefinitions(input.schema_definition);
       const names = new Set(input.schema_definition.map((f) => f.name));
       const endpoint = input.test_endpoint;
@@ -350,13 +346,13 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         });
       }
       if (errors.length > 0) throw invalidFields(errors);
-      if (await repo.typeNameTaken(actor.workspaceId, input.name)) {
+      if (await repo.typeNameTaken(caller.workspaceId, input.name)) {
         throw conflict('duplicate_credential_type', `a credential type named ${input.name} already exists`);
       }
       try {
         return await repo.insertType({
           ...input,
-          workspace_id: actor.workspaceId,
+          workspace_id: caller.workspaceId,
           is_system: false,
           is_active: true,
         });
@@ -371,7 +367,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     /** Rule C1. */
     async create(
-      actor: VaultActor,
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
       input: {
         name: string;
         credential_type_id: number;
@@ -382,7 +378,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         expires_at?: string | null;
       },
     ) {
-      const type = await repo.findType(actor.workspaceId, input.credential_type_id);
+      const type = await repo.findType(caller.workspaceId, input.credential_type_id);
       if (!type?.is_active) {
         throw invalidFields([
           { field: 'body.credential_type_id', message: 'does not name an active credential type' },
@@ -391,29 +387,29 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       const prepared = prepareCredentialData(type.name, type.schema_definition, input.data);
       if (prepared.errors.length > 0) throw invalidFields(prepared.errors);
       const environment = input.environment ?? 'production';
-      const workspaceKeys = await keysOf(actor.workspaceId);
+      const workspaceKeys = await keysOf(caller.workspaceId);
       try {
         const row = await transaction(async (tx) => {
           const id = await tx.nextCredentialId();
-          const bound = { workspace_id: actor.workspaceId, id, credential_type_id: type.id };
+          const bound = { workspace_id: caller.workspaceId, id, credential_type_id: type.id };
           const created = await tx.insertCredential({
             id,
             name: input.name,
-            workspace_id: actor.workspaceId,
+            workspace_id: caller.workspaceId,
             credential_type_id: type.id,
             encrypted_data: sealCredential(workspaceKeys.credentialKey, prepared.data, binding(bound)),
             environment,
             description: input.description ?? null,
             tags: input.tags ?? [],
             expires_at: input.expires_at ? new Date(input.expires_at) : null,
-            created_by: actor.userId,
+            created_by: caller.userId,
           });
           await appendAudit(tx, workspaceKeys.auditKey, {
             credentialId: id,
-            workspaceId: actor.workspaceId,
+            workspaceId: caller.workspaceId,
             action: 'created',
-            userId: actor.userId,
-            ipAddress: actor.ipAddress,
+            userId: caller.userId,
+            ipAddress: caller.ipAddress,
             metadata: { credential_type: type.name, environment },
           });
           return created;
@@ -428,19 +424,22 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       }
     },
 
-    async list(actor: VaultActor, filter: Omit<CredentialFilter, 'now'>) {
-      const page = await repo.listCredentials(actor.workspaceId, { ...filter, now: clock() });
+    async list(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      filter: Omit<CredentialFilter, 'now'>,
+    ) {
+      const page = await repo.listCredentials(caller.workspaceId, { ...filter, now: clock() });
       return { ...page, items: page.items.map((item) => present(item.credential, item.type_name)) };
     },
 
     /** Details: non-secret fields shown, password and hidden fields masked; not an audited access. */
-    async get(actor: VaultActor, id: number) {
-      const row = await repo.findCredential(actor.workspaceId, id);
+    async get(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      const row = await repo.findCredential(caller.workspaceId, id);
       if (!row) throw credentialNotFound(id);
-      const type = await typeOf(actor.workspaceId, row.credential_type_id);
+      const type = await typeOf(caller.workspaceId, row.credential_type_id);
       let data: CredentialData | null = null;
       try {
-        const workspaceKeys = await keys.keysFor(actor.workspaceId);
+        const workspaceKeys = await keys.keysFor(caller.workspaceId);
         data = maskCredentialData(
           type.schema_definition,
           openCredential(workspaceKeys.credentialKey, row.encrypted_data, binding(row)),
@@ -453,7 +452,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     /** Rule C3: partial; `data` merges over the stored data (omitted fields kept, null clears). */
     async update(
-      actor: VaultActor,
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
       id: number,
       input: {
         name?: string;
@@ -465,15 +464,15 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         expires_at?: string | null;
       },
     ) {
-      const workspaceKeys = await keysOf(actor.workspaceId);
+      const workspaceKeys = await keysOf(caller.workspaceId);
       // The name and environment the credential would end with, for the duplicate message.
       let target = { name: input.name ?? '', environment: input.environment ?? '' };
       try {
         return await transaction(async (tx) => {
-          const row = await tx.findCredential(actor.workspaceId, id, true);
+          const row = await tx.findCredential(caller.workspaceId, id, true);
           if (!row) throw credentialNotFound(id);
           target = { name: input.name ?? row.name, environment: input.environment ?? row.environment };
-          const type = await typeOf(actor.workspaceId, row.credential_type_id, tx);
+          const type = await typeOf(caller.workspaceId, row.credential_type_id, tx);
           const changes: Partial<CredentialRow> = {};
           const audited: Record<string, { old: unknown; new: unknown }> = {};
           const track = <
@@ -521,13 +520,13 @@ export function createCredentialsService(deps: CredentialsDependencies) {
               );
             }
           }
-          const updated = (await tx.updateCredential(actor.workspaceId, id, changes)) ?? row;
+          const updated = (await tx.updateCredential(caller.workspaceId, id, changes)) ?? row;
           await appendAudit(tx, workspaceKeys.auditKey, {
             credentialId: id,
-            workspaceId: actor.workspaceId,
+            workspaceId: caller.workspaceId,
             action: 'updated',
-            userId: actor.userId,
-            ipAddress: actor.ipAddress,
+            userId: caller.userId,
+            ipAddress: caller.ipAddress,
             metadata: {
               changes: audited,
               ...(dataFields.length > 0 ? { data_fields_changed: dataFields } : {}),
@@ -542,44 +541,44 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     },
 
     /** Rule D, in one transaction. */
-    async remove(actor: VaultActor, id: number) {
-      const workspaceKeys = await keysOf(actor.workspaceId);
-      const settings = await settingsOf(actor.workspaceId);
+    async remove(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      const workspaceKeys = await keysOf(caller.workspaceId);
+      const settings = await settingsOf(caller.workspaceId);
       await transaction(async (tx) => {
-        const row = await tx.findCredential(actor.workspaceId, id, true);
+        const row = await tx.findCredential(caller.workspaceId, id, true);
         if (!row) throw credentialNotFound(id);
         await appendAudit(tx, workspaceKeys.auditKey, {
           credentialId: id,
-          workspaceId: actor.workspaceId,
+          workspaceId: caller.workspaceId,
           action: 'deleted',
-          userId: actor.userId,
-          ipAddress: actor.ipAddress,
+          userId: caller.userId,
+          ipAddress: caller.ipAddress,
           metadata: { credential_name: row.name },
         });
-        if (settings.archive_audit_on_delete) await tx.archiveAudit(actor.workspaceId, id, row.name);
+        if (settings.archive_audit_on_delete) await tx.archiveAudit(caller.workspaceId, id, row.name);
         const marker = sealCredential(
           workspaceKeys.credentialKey,
           { deleted: true, deleted_at: clock().toISOString() },
           binding(row),
         );
-        await tx.updateCredential(actor.workspaceId, id, { encrypted_data: marker });
-        await tx.deleteCredential(actor.workspaceId, id);
+        await tx.updateCredential(caller.workspaceId, id, { encrypted_data: marker });
+        await tx.deleteCredential(caller.workspaceId, id);
       });
     },
 
     /** Rule T: decrypted access (audited), then the type's connection test; result stored and audited. */
-    async test(actor: VaultActor, id: number) {
-      const row = await repo.findCredential(actor.workspaceId, id);
+    async test(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      const row = await repo.findCredential(caller.workspaceId, id);
       if (!row) throw credentialNotFound(id);
-      const type = await typeOf(actor.workspaceId, row.credential_type_id);
+      const type = await typeOf(caller.workspaceId, row.credential_type_id);
       const data = await access({
-        workspaceId: actor.workspaceId,
+        workspaceId: caller.workspaceId,
         id,
         serviceName: 'connection-test',
-        userId: actor.userId,
-        ipAddress: actor.ipAddress,
+        userId: caller.userId,
+        ipAddress: caller.ipAddress,
       });
-      const settings = await settingsOf(actor.workspaceId);
+      const settings = await settingsOf(caller.workspaceId);
       const endpoint = type.test_endpoint;
       const result = await deps.testConnection({
         kind: endpoint?.kind ?? 'none',
@@ -592,21 +591,21 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         refusePrivateNetworks: settings.refuse_private_networks,
       });
       const status = result.passed ? ('passed' as const) : ('failed' as const);
-      const workspaceKeys = await keysOf(actor.workspaceId);
+      const workspaceKeys = await keysOf(caller.workspaceId);
       const testedAt = clock();
       await transaction(async (tx) => {
-        if (!(await tx.findCredential(actor.workspaceId, id, true))) throw credentialNotFound(id);
-        await tx.updateCredential(actor.workspaceId, id, {
+        if (!(await tx.findCredential(caller.workspaceId, id, true))) throw credentialNotFound(id);
+        await tx.updateCredential(caller.workspaceId, id, {
           last_tested: testedAt,
           test_status: status,
           test_message: result.message,
         });
         await appendAudit(tx, workspaceKeys.auditKey, {
           credentialId: id,
-          workspaceId: actor.workspaceId,
+          workspaceId: caller.workspaceId,
           action: 'tested',
-          userId: actor.userId,
-          ipAddress: actor.ipAddress,
+          userId: caller.userId,
+          ipAddress: caller.ipAddress,
           metadata: { status, message: result.message, duration_ms: result.duration_ms },
         });
       });
@@ -621,16 +620,20 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     // Audit.
 
-    async auditLogs(actor: VaultActor, id: number, filter: AuditFilter) {
-      if (!(await repo.findCredential(actor.workspaceId, id))) throw credentialNotFound(id);
-      return repo.listAudit(actor.workspaceId, id, filter);
+    async auditLogs(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      id: number,
+      filter: AuditFilter,
+    ) {
+      if (!(await repo.findCredential(caller.workspaceId, id))) throw credentialNotFound(id);
+      return repo.listAudit(caller.workspaceId, id, filter);
     },
 
     /** Recomputes the chain: intact, or the first record whose link or content does not match. */
-    async verifyAudit(actor: VaultActor, id: number) {
-      if (!(await repo.findCredential(actor.workspaceId, id))) throw credentialNotFound(id);
-      const { auditKey } = await keysOf(actor.workspaceId);
-      const records = await repo.chain(actor.workspaceId, id);
+    async verifyAudit(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      if (!(await repo.findCredential(caller.workspaceId, id))) throw credentialNotFound(id);
+      const { auditKey } = await keysOf(caller.workspaceId);
+      const records = await repo.chain(caller.workspaceId, id);
       let prev = '';
       for (const record of records) {
         if (record.prev_hash !== prev) {
@@ -652,15 +655,20 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       return { intact: true, records: records.length, first_broken: null };
     },
 
-    archive: (actor: VaultActor, filter: { credential_id?: number; limit: number; offset: number }) =>
-      repo.listArchive(actor.workspaceId, filter),
+    archive: (
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      filter: { credential_id?: number; limit: number; offset: number },
+    ) => repo.listArchive(caller.workspaceId, filter),
 
     // Settings.
 
-    getSettings: (actor: VaultActor) => settingsOf(actor.workspaceId),
+    getSettings: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>) =>
+      settingsOf(caller.workspaceId),
 
-    updateSettings: (actor: VaultActor, changes: Partial<Awaited<ReturnType<typeof settingsOf>>>) =>
-      deps.settings.update(actor.workspaceId, 'credentials', changes),
+    updateSettings: (
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      changes: Partial<Awaited<ReturnType<typeof settingsOf>>>,
+    ) => deps.settings.update(caller.workspaceId, 'credentials', changes),
 
     /** Operators: workspace keys per master key. */
     encryptionStatus: () => keys.status(),

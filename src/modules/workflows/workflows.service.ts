@@ -1,3 +1,4 @@
+import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { type AppError, invalidFields, notFound } from '../../errors.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
@@ -8,11 +9,6 @@ import {
   type WorkflowFilter,
   type WorkflowRow,
 } from './workflows.repository.ts';
-
-export interface WorkflowActor {
-  userId: string;
-  workspaceId: string;
-}
 
 type Policy = WorkflowRow['execution_policy'];
 
@@ -49,49 +45,50 @@ export function createWorkflowsService(db: Db, deps: WorkflowsDependencies) {
   }
 
   return {
-    async create(actor: WorkflowActor, input: CreateWorkflowInput) {
+    async create(caller: Pick<Caller, 'userId' | 'workspaceId'>, input: CreateWorkflowInput) {
       return inTransaction(db, async (tx) => {
-        await checkAgents(tx, actor.workspaceId, input.agents ?? []);
+        await checkAgents(tx, caller.workspaceId, input.agents ?? []);
         return createWorkflowsRepository(tx).insert({
           ...input,
           execution_policy: { ...DEFAULT_EXECUTION_POLICY, ...input.execution_policy },
-          workspace_id: actor.workspaceId,
-          created_by: actor.userId,
+          workspace_id: caller.workspaceId,
+          created_by: caller.userId,
         });
       });
     },
 
-    async get(actor: WorkflowActor, id: string) {
-      const workflow = await repo.find(actor.workspaceId, id);
+    async get(caller: Pick<Caller, 'userId' | 'workspaceId'>, id: string) {
+      const workflow = await repo.find(caller.workspaceId, id);
       if (!workflow) throw notFound('workflow', id);
       return workflow;
     },
 
-    list: (actor: WorkflowActor, filter: WorkflowFilter) => repo.list(actor.workspaceId, filter),
+    list: (caller: Pick<Caller, 'userId' | 'workspaceId'>, filter: WorkflowFilter) =>
+      repo.list(caller.workspaceId, filter),
 
     /**
      * Partial update on the locked current row; a partial execution_policy merges into the
      * current one without a lost update.
      */
-    async update(actor: WorkflowActor, id: string, input: UpdateWorkflowInput) {
+    async update(caller: Pick<Caller, 'userId' | 'workspaceId'>, id: string, input: UpdateWorkflowInput) {
       const { execution_policy: policy, ...rest } = input;
       return inTransaction(db, async (tx) => {
         const txRepo = createWorkflowsRepository(tx);
-        const current = await txRepo.findForUpdate(actor.workspaceId, id);
+        const current = await txRepo.findForUpdate(caller.workspaceId, id);
         if (!current) throw notFound('workflow', id);
-        if (rest.agents) await checkAgents(tx, actor.workspaceId, rest.agents);
+        if (rest.agents) await checkAgents(tx, caller.workspaceId, rest.agents);
         const changes = {
           ...rest,
           ...(policy ? { execution_policy: { ...current.execution_policy, ...policy } } : {}),
         };
-        const updated = await txRepo.update(actor.workspaceId, id, changes);
+        const updated = await txRepo.update(caller.workspaceId, id, changes);
         if (!updated) throw notFound('workflow', id);
         return updated;
       });
     },
 
-    async delete(actor: WorkflowActor, id: string) {
-      if (!(await repo.delete(actor.workspaceId, id))) throw notFound('workflow', id);
+    async delete(caller: Pick<Caller, 'userId' | 'workspaceId'>, id: string) {
+      if (!(await repo.delete(caller.workspaceId, id))) throw notFound('workflow', id);
     },
 
     /** For agents, inside their delete transaction: the agent leaves every workflow. */

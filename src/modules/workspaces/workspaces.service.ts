@@ -1,3 +1,4 @@
+import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { type AppError, conflict, forbidden, invalid, notFound } from '../../errors.ts';
 import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
@@ -9,13 +10,6 @@ import {
   type Role,
   type WorkspacesRepository,
 } from './workspaces.repository.ts';
-
-/** The acting member, as the auth layer established it. */
-export interface Actor {
-  userId: string;
-  workspaceId: string;
-  role: Role;
-}
 
 interface Page {
   limit: number;
@@ -109,16 +103,16 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
       return { workspaceId: row.workspace_id };
     },
 
-    async getCurrent(actor: Actor) {
-      const workspace = await repo.findWorkspace(actor.workspaceId);
-      if (!workspace) throw notFound('workspace', actor.workspaceId);
+    async getCurrent(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>) {
+      const workspace = await repo.findWorkspace(caller.workspaceId);
+      if (!workspace) throw notFound('workspace', caller.workspaceId);
       return {
         id: workspace.id,
         name: workspace.name,
         created_at: workspace.created_at,
         tenant: { id: workspace.tenant_id, name: workspace.tenant_name },
-        role: actor.role,
-        user_id: actor.userId,
+        role: caller.role,
+        user_id: caller.userId,
       };
     },
 
@@ -164,61 +158,68 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
       return { id: created.id, tenant_id: created.tenant_id };
     },
 
-    listMembers: (actor: Actor, page: Page) => repo.listMembers(actor.workspaceId, page),
+    listMembers: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, page: Page) =>
+      repo.listMembers(caller.workspaceId, page),
 
-    async addMember(actor: Actor, input: { user_id: string; role: Role }) {
-      assertMayAssign(actor, input.role);
-      const row = await repo.insertMember(actor.workspaceId, input.user_id, input.role);
+    async addMember(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>,
+      input: { user_id: string; role: Role },
+    ) {
+      assertMayAssign(caller, input.role);
+      const row = await repo.insertMember(caller.workspaceId, input.user_id, input.role);
       if (!row)
         throw conflict('member_exists', `user ${input.user_id} is already a member of this workspace`);
       return row;
     },
 
-    async changeRole(actor: Actor, userId: string, role: Role) {
-      assertMayAssign(actor, role);
-      const target = await repo.findMember(actor.workspaceId, userId);
+    async changeRole(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, userId: string, role: Role) {
+      assertMayAssign(caller, role);
+      const target = await repo.findMember(caller.workspaceId, userId);
       if (!target) throw notFound('member', userId);
-      assertMayAssign(actor, target.role);
-      const result = await changeMember(actor.workspaceId, userId, { role });
-      forget(actor.workspaceId, userId);
+      assertMayAssign(caller, target.role);
+      const result = await changeMember(caller.workspaceId, userId, { role });
+      forget(caller.workspaceId, userId);
       if (typeof result === 'string') throw memberError(result, userId);
       return result;
     },
 
-    async removeMember(actor: Actor, userId: string) {
-      const target = await repo.findMember(actor.workspaceId, userId);
+    async removeMember(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, userId: string) {
+      const target = await repo.findMember(caller.workspaceId, userId);
       if (!target) throw notFound('member', userId);
-      assertMayAssign(actor, target.role);
-      const result = await changeMember(actor.workspaceId, userId, { remove: true });
-      forget(actor.workspaceId, userId);
+      assertMayAssign(caller, target.role);
+      const result = await changeMember(caller.workspaceId, userId, { remove: true });
+      forget(caller.workspaceId, userId);
       if (result !== 'removed') throw memberError(result, userId);
     },
 
     /** Creates a key; the only time the full key is ever returned. */
-    async createApiKey(actor: Actor, input: { name: string; expires_at?: string }) {
+    async createApiKey(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>,
+      input: { name: string; expires_at?: string },
+    ) {
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
       if (expiresAt && expiresAt <= clock()) {
         throw invalid('body.expires_at', 'must be in the future');
       }
       const minted = mintApiKey();
       const row = await repo.insertApiKey({
-        workspace_id: actor.workspaceId,
+        workspace_id: caller.workspaceId,
         name: input.name,
         prefix: minted.prefix,
         key_hash: minted.hash,
-        created_by: actor.userId,
+        created_by: caller.userId,
         expires_at: expiresAt,
       });
       return { ...presentApiKey(row), key: minted.key };
     },
 
-    async listApiKeys(actor: Actor, page: Page) {
-      const keysPage = await repo.listApiKeys(actor.workspaceId, page);
+    async listApiKeys(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, page: Page) {
+      const keysPage = await repo.listApiKeys(caller.workspaceId, page);
       return { ...keysPage, items: keysPage.items.map(presentApiKey) };
     },
 
-    async revokeApiKey(actor: Actor, id: string) {
-      const row = await repo.revokeApiKey(actor.workspaceId, id);
+    async revokeApiKey(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, id: string) {
+      const row = await repo.revokeApiKey(caller.workspaceId, id);
       if (!row) throw notFound('api key', id);
       keys.delete(row.key_hash);
     },
@@ -228,8 +229,8 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
 export type WorkspacesService = ReturnType<typeof createWorkspacesService>;
 
 /** Only owners may grant, change or take away the owner role. */
-function assertMayAssign(actor: Actor, role: Role): void {
-  if (role === 'owner' && actor.role !== 'owner') {
+function assertMayAssign(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, role: Role): void {
+  if (role === 'owner' && caller.role !== 'owner') {
     throw forbidden('insufficient_role', 'only an owner can grant, change or remove the owner role');
   }
 }
