@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { PLACEHOLDER, type TestEndpoint } from '../../db/schema/credentials.ts';
-import { type AddressPolicy, vetHost } from './address-guard.ts';
+import { type AddressPolicy, vetHost } from '../../lib/net/address-guard.ts';
 
 /** How a credential type is tested; comes from the type's `test_endpoint.kind`. */
 export type TestKind = TestEndpoint['kind'];
