@@ -189,6 +189,7 @@ export const ArchiveQuery = Type.Object({
   ...PageQuery,
 });
 
+/** GET and PUT answer the whole `credentials` settings namespace, declared beside its table. */
 export const SettingsSchema = CredentialSettingsSchema;
 
 export const UpdateSettingsBody = Type.Partial(CredentialSettingsSchema, { additionalProperties: false });
