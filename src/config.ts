@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isMasterKey } from './lib/crypto/envelope.ts';
 
 /** Where the service keeps its data: a PostgreSQL server, or PGlite embedded in `DATA_DIR`. */
 export type DatabaseConfig =
@@ -95,10 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const encryptionKey = env.ENCRYPTION_KEY?.trim() || undefined;
   if (encryptionKey === undefined) {
     if (production) problems.push('ENCRYPTION_KEY is required in production (32 bytes, base64)');
-  } else if (
-    Buffer.from(encryptionKey, 'base64').length !== 32 ||
-    !/^[A-Za-z0-9+/]+={0,2}$/.test(encryptionKey)
-  ) {
+  } else if (!isMasterKey(encryptionKey)) {
     problems.push(
       'ENCRYPTION_KEY must be exactly 32 bytes encoded as base64 (for example: openssl rand -base64 32)',
     );
@@ -202,6 +200,3 @@ function readAuth(env: NodeJS.ProcessEnv, production: boolean, problems: string[
   }
   return { mode: 'dev', issuer: DEV_ISSUER, audience: audience || DEFAULT_AUDIENCE, algorithms: ['EdDSA'] };
 }
-
-const isMasterKey = (text: string): boolean =>
-  /^[A-Za-z0-9+/]+={0,2}$/.test(text) && Buffer.from(text, 'base64').length === 32;

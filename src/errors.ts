@@ -1,3 +1,50 @@
+/**
+ * Every stable error code the API answers, with its HTTP status. Clients switch on these,
+ * so the list is closed: `AppError` accepts nothing else, README's "Error codes" table
+ * documents each one, and `tests/error-catalogue.test.ts` checks the two agree both ways.
+ * A new module adds its codes here (or in a `<module>.errors.ts` spread in below).
+ */
+export const ERROR_CODES = {
+  validation_failed: 400,
+  invalid_json: 400,
+  invalid_url: 400,
+  malformed_request: 400,
+  bad_request: 400,
+  unauthorized: 401,
+  invalid_api_key: 401,
+  workspace_forbidden: 403,
+  insufficient_role: 403,
+  platform_admin_required: 403,
+  credential_inactive: 403,
+  credential_expired: 403,
+  secret_required: 403,
+  route_not_found: 404,
+  workspace_not_found: 404,
+  member_not_found: 404,
+  api_key_not_found: 404,
+  agent_not_found: 404,
+  workflow_not_found: 404,
+  credential_not_found: 404,
+  credential_type_not_found: 404,
+  request_timeout: 408,
+  member_exists: 409,
+  last_owner: 409,
+  duplicate_credential: 409,
+  duplicate_credential_type: 409,
+  payload_too_large: 413,
+  uri_too_long: 414,
+  unsupported_media_type: 415,
+  headers_too_large: 431,
+  internal_error: 500,
+  encryption_key_error: 500,
+  database_unavailable: 503,
+  database_busy: 503,
+  identity_provider_unavailable: 503,
+} as const satisfies Record<string, number>;
+
+/** A stable, documented error code. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
 /** One invalid input, named by where it came from: `body.name`, `query.limit`, `params.id`. */
 export interface FieldError {
   field: string;
@@ -10,13 +57,13 @@ export interface FieldError {
  */
 export class AppError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly errors?: FieldError[];
   readonly headers?: Record<string, string>;
 
   constructor(
     status: number,
-    code: string,
+    code: ErrorCode,
     message: string,
     errors?: FieldError[],
     headers?: Record<string, string>,
@@ -30,19 +77,31 @@ export class AppError extends Error {
   }
 }
 
-export const notFound = (what: string, id?: string | number): AppError =>
-  new AppError(
-    404,
-    `${what.replaceAll(' ', '_')}_not_found`,
-    id === undefined ? `${what} not found` : `${what} ${id} not found`,
-  );
+/** What can be "not found"; each names its `<resource>_not_found` code. */
+const NOT_FOUND = {
+  workspace: 'workspace_not_found',
+  member: 'member_not_found',
+  'api key': 'api_key_not_found',
+  agent: 'agent_not_found',
+  workflow: 'workflow_not_found',
+  credential: 'credential_not_found',
+  'credential type': 'credential_type_not_found',
+} as const satisfies Record<string, ErrorCode>;
 
-export const invalid = (field: string, message: string): AppError =>
-  new AppError(400, 'validation_failed', `${field} ${message}`, [{ field, message }]);
+/** 404 for a resource that does not exist in the caller's workspace (or in any). */
+export const notFound = (what: keyof typeof NOT_FOUND, id?: string | number): AppError =>
+  new AppError(404, NOT_FOUND[what], id === undefined ? `${what} not found` : `${what} ${id} not found`);
 
-export const conflict = (code: string, message: string): AppError => new AppError(409, code, message);
+/** 400 for one invalid input. */
+export const invalid = (field: string, message: string): AppError => invalidFields([{ field, message }]);
 
-export const forbidden = (code: string, message: string): AppError => new AppError(403, code, message);
+/** 400 naming every invalid input at once, so a client can fix them all in one round. */
+export const invalidFields = (errors: FieldError[]): AppError =>
+  new AppError(400, 'validation_failed', errors.map((e) => `${e.field} ${e.message}`).join('; '), errors);
+
+export const conflict = (code: ErrorCode, message: string): AppError => new AppError(409, code, message);
+
+export const forbidden = (code: ErrorCode, message: string): AppError => new AppError(403, code, message);
 
 /** 401 with the `WWW-Authenticate` challenge RFC 6750 asks for. */
 export const unauthorized = (

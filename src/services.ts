@@ -1,18 +1,15 @@
 import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
-import { createAgentsRepository } from './modules/agents/agents.repository.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
-import { createCredentialsRepository } from './modules/credentials/credentials.repository.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
 import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
+import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
-import { createWorkflowsRepository } from './modules/workflows/workflows.repository.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
-import { createWorkspacesRepository } from './modules/workspaces/workspaces.repository.ts';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
 
 /** Everything the HTTP layer and the commands use, wired in dependency order. */
@@ -26,8 +23,15 @@ export async function createServices(config: Config, database: Database) {
     previousKeys: config.encryptionKeysPrevious,
     dataDir: config.dataDir,
   });
-  const credentialsRepository = createCredentialsRepository(database.db);
-  const vaultKeys = createVaultKeys(credentialsRepository, keyring);
+  const { db } = database;
+  const vaultKeys = createVaultKeys(db, keyring);
+  const settings = createSettingsService(db);
+  // Agents and workflows meet inside each other's transactions: each gets only the one
+  // function it calls (the closure defers the lookup until after both exist).
+  const agents = createAgentsService(db, {
+    removeFromWorkflows: (tx, workspaceId, agentId) => workflows.removeAgent(tx, workspaceId, agentId),
+  });
+  const workflows = createWorkflowsService(db, { agents: { lockExisting: agents.lockExisting } });
 
   return {
     config,
@@ -37,11 +41,13 @@ export async function createServices(config: Config, database: Database) {
     devKey,
     devJwks,
     verifyToken: createTokenVerifier(config.auth, devJwks),
-    workspaces: createWorkspacesService(createWorkspacesRepository(database.db)),
-    agents: createAgentsService(createAgentsRepository(database.db)),
-    workflows: createWorkflowsService(createWorkflowsRepository(database.db)),
+    workspaces: createWorkspacesService(db),
+    agents,
+    workflows,
+    settings,
     credentials: createCredentialsService({
-      repo: credentialsRepository,
+      db,
+      settings,
       keys: vaultKeys,
       testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
     }),

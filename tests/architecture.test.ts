@@ -45,14 +45,19 @@ const rules: Rule[] = [
       t === 'pkg:fastify' ||
       t.startsWith('pkg:@fastify/') ||
       t.startsWith('http/') ||
-      t.startsWith('db/') ||
+      (t.startsWith('db/') && t !== 'db/transaction.ts') ||
       (t.endsWith('.repository.ts') && moduleOf(t) !== moduleOf(f)),
-    why: 'services never import fastify, http/, db/ or another module’s repository',
+    why: 'services never import fastify, http/, db/ (but db/transaction.ts) or another module’s repository',
   },
   {
     applies: (f) => f.endsWith('.repository.ts'),
     forbids: (t) => !t.startsWith('pkg:') && !t.startsWith('db/') && !t.startsWith('lib/'),
     why: 'repositories import db/ and lib/ only',
+  },
+  {
+    applies: (f) => f.endsWith('.repository.ts'),
+    forbids: (t, f) => t.startsWith('db/schema/') && t !== `db/schema/${moduleOf(f)}.ts`,
+    why: 'a repository touches only its own module’s tables (db/schema/<module>.ts)',
   },
   {
     applies: (f) => f.startsWith('db/') || f.startsWith('lib/') || f === 'config.ts' || f === 'errors.ts',
@@ -98,6 +103,23 @@ describe('architecture', () => {
         .map((t) => `${file} -> ${t}`);
     });
     expect(violations).toEqual([]);
+  });
+
+  it('opens transactions only through db/transaction.ts', () => {
+    const violations = sourceFiles(src)
+      .filter((file) => !path.relative(src, file).startsWith('db/'))
+      .filter((file) => /\.transaction\(/.test(fs.readFileSync(file, 'utf8')))
+      .map((file) => path.relative(src, file));
+    expect(violations).toEqual([]);
+  });
+
+  it('names who is calling once: Caller in caller.ts', () => {
+    const declarations = sourceFiles(src).flatMap((file) =>
+      [...fs.readFileSync(file, 'utf8').matchAll(/^export (?:interface|type) (\w*(?:Actor|Caller))\b/gm)].map(
+        (match) => `${path.relative(src, file)}: ${match[1]}`,
+      ),
+    );
+    expect(declarations).toEqual(['caller.ts: Caller']);
   });
 
   it('has no import cycles', () => {

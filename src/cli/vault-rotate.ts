@@ -9,7 +9,6 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { openDatabase } from '../db/client.ts';
 import { DirectoryLockedError } from '../db/lock.ts';
 import { migrateDatabase } from '../db/migrate.ts';
-import { createCredentialsRepository } from '../modules/credentials/credentials.repository.ts';
 import { createVaultKeys, loadKeyring } from '../modules/credentials/vault-keys.ts';
 
 async function main(): Promise<void> {
@@ -27,7 +26,7 @@ async function main(): Promise<void> {
   const database = await openDatabase(config.database);
   try {
     await migrateDatabase(database);
-    const keys = createVaultKeys(createCredentialsRepository(database.db), keyring);
+    const keys = createVaultKeys(database.db, keyring);
     process.stdout.write(`rotating workspace keys to master key ${keyring.currentId}\n`);
     const result = await keys.rotate({
       batchSize,

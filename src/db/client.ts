@@ -3,16 +3,13 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { acquireDirectoryLock, type DirectoryLock } from './lock.ts';
 import { createResilientPool } from './pg-pool.ts';
-import * as schema from './schema.ts';
-
-/** The query interface shared by both engines and by their transactions. */
-export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+import * as schema from './schema/index.ts';
+import type { Db } from './transaction.ts';
 
 /** An open database: the query interface plus what the process needs to manage it. */
 export interface Database {

@@ -1,15 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { type Caller, hasRole, type Role } from '../caller.ts';
 import { AppError, forbidden, invalid, unauthorized } from '../errors.ts';
-import { hasRole, type Role } from '../lib/roles.ts';
-
-/** Who is calling, in which workspace, with which role; set by the auth hook. */
-export interface Caller {
-  userId: string;
-  workspaceId: string;
-  tenantId: string;
-  role: Role;
-  via: 'bearer' | 'api_key';
-}
 
 /** What the auth hook needs from the rest of the service. */
 export interface AuthDependencies {
@@ -106,7 +97,14 @@ async function resolveCaller(request: FastifyRequest, deps: AuthDependencies): P
       `workspace ${workspaceId} does not exist or you are not a member of it`,
     );
   }
-  return { userId, workspaceId, tenantId: membership.tenantId, role: membership.role, via };
+  return {
+    userId,
+    workspaceId,
+    tenantId: membership.tenantId,
+    role: membership.role,
+    via,
+    ipAddress: request.ip,
+  };
 }
 
 function headerValue(request: FastifyRequest, name: string): string | undefined {

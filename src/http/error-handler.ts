@@ -8,7 +8,7 @@ import type {
   FastifyRequest,
   FastifyServerOptions,
 } from 'fastify';
-import { AppError, type FieldError } from '../errors.ts';
+import { AppError, type ErrorCode, type FieldError } from '../errors.ts';
 import { toFieldErrors } from './validation.ts';
 
 /** RFC 9457 problem details, plus the stable `code` and the `request_id` of this service. */
@@ -17,7 +17,7 @@ export interface Problem {
   title: string;
   status: number;
   detail: string;
-  code: string;
+  code: ErrorCode;
   request_id: string;
   errors?: FieldError[];
 }
@@ -28,7 +28,7 @@ export function toProblem(
   requestId: string,
   bodyLimit: number,
 ): { problem: Problem; headers?: Record<string, string> } {
-  const make = (status: number, code: string, detail: string, errors?: FieldError[]): Problem => ({
+  const make = (status: number, code: ErrorCode, detail: string, errors?: FieldError[]): Problem => ({
     type: 'about:blank',
     title: STATUS_CODES[status] ?? 'Error',
     status,
@@ -115,7 +115,7 @@ export function frameworkErrorHandler(
   };
 }
 
-const CLIENT_ERRORS: Record<string, { status: number; code: string; detail: string }> = {
+const CLIENT_ERRORS: Record<string, { status: number; code: ErrorCode; detail: string }> = {
   HPE_HEADER_OVERFLOW: {
     status: 431,
     code: 'headers_too_large',

@@ -18,12 +18,6 @@ export const ProblemSchema = Type.Object(
   { $id: 'Problem', description: 'RFC 9457 problem details' },
 );
 
-/** A string enum as plain JSON Schema `enum`, which gives one clear validation message. */
-export const StringEnum = <const T extends readonly string[]>(
-  values: T,
-  options: Record<string, unknown> = {},
-) => Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
-
 export const Uuid = (options: Record<string, unknown> = {}) => Type.String({ format: 'uuid', ...options });
 
 export const IdParams = Type.Object({ id: Uuid() });
@@ -63,11 +57,3 @@ export const Page = <T extends TSchema>(item: T) =>
 
 export const Tags = () =>
   Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true });
-
-export const ToolRef = Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 255 }),
-    config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  },
-  { additionalProperties: false },
-);

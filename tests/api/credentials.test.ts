@@ -2,7 +2,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCredentialsRepository } from '../../src/modules/credentials/credentials.repository.ts';
 import { createCredentialsService } from '../../src/modules/credentials/credentials.service.ts';
 import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -155,6 +154,21 @@ describe('credential types', () => {
       schema_definition: [{ name: 'a', label: 'A', type: 'secret' }],
     });
     expect(badType.json().errors[0].field).toBe('body.schema_definition.0.type');
+  });
+
+  it('checks test-endpoint placeholders with the pattern the connection test fills them with', async () => {
+    // A dotted placeholder is no field name: refused at creation, never first at test time.
+    const dotted = await call(alice, 'POST', '/api/credentials/types', {
+      name: 'dotted_credentials',
+      display_name: 'Dotted',
+      category: 'api',
+      schema_definition: [{ name: 'api', label: 'API key', type: 'password', required: true }],
+      test_endpoint: { kind: 'http', url: 'https://x.test/me', headers: { 'X-Key': '{{api.key}}' } },
+    });
+    expect(dotted.statusCode).toBe(400);
+    expect(dotted.json().errors).toEqual([
+      { field: 'body.test_endpoint', message: 'uses {{api.key}}, which is not a field of this type' },
+    ]);
   });
 });
 
@@ -334,7 +348,8 @@ describe('decrypted access (rule C2)', () => {
     const credential = await createCredential(alice, { expires_at: expiresAt.toISOString() });
     let now = new Date(expiresAt.getTime());
     const service = createCredentialsService({
-      repo: createCredentialsRepository(t.database.db),
+      db: t.database.db,
+      settings: t.services.settings,
       keys: t.services.vaultKeys,
       testConnection: async () => ({ passed: true, message: '', duration_ms: 0 }),
       clock: () => now,
@@ -664,6 +679,31 @@ describe('connection test (rule T)', () => {
 });
 
 describe('audit log', () => {
+  it('pages by cursor: after=next_cursor gives the older records, with a filter, to the end', async () => {
+    const credential = await createCredential(alice);
+    for (let i = 0; i < 4; i++) {
+      await t.services.credentials.access({
+        workspaceId: alice.workspaceId,
+        id: credential.id,
+        serviceName: `s${i}`,
+      });
+    }
+    const all = (await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs`)).json();
+    expect(all.next_cursor).toBeNull();
+    const ids: number[] = [];
+    let url = `/api/credentials/${credential.id}/audit-logs?action=accessed&limit=3`;
+    for (;;) {
+      const page = (await call(alice, 'GET', url)).json();
+      ids.push(...page.items.map((r: { id: number }) => r.id));
+      if (page.next_cursor === null) break;
+      expect(page.next_cursor).toBe(page.items.at(-1).id);
+      url = `/api/credentials/${credential.id}/audit-logs?action=accessed&limit=3&after=${page.next_cursor}`;
+    }
+    const accessed = all.items.filter((r: { action: string }) => r.action === 'accessed');
+    expect(ids).toEqual(accessed.map((r: { id: number }) => r.id));
+    expect(ids).toHaveLength(4);
+  });
+
   it('pages newest first, filters by action and time, and verifies the chain', async () => {
     const credential = await createCredential(alice);
     for (let i = 0; i < 3; i++) {

@@ -42,13 +42,17 @@ const derive = (key: Buffer, info: string, length = KEY_BYTES): Buffer =>
 /** A public, stable name for a master key: 16 hex characters derived from it, revealing nothing. */
 export const keyIdOf = (masterKey: Buffer): string => derive(masterKey, INFO.keyId, 8).toString('hex');
 
+/**
+ * The master-key format: exactly 32 bytes encoded as base64 (`openssl rand -base64 32`).
+ * The one definition, used by the configuration check and by `parseMasterKey`.
+ */
+export const isMasterKey = (text: string): boolean =>
+  /^[A-Za-z0-9+/]+={0,2}$/.test(text.trim()) && Buffer.from(text.trim(), 'base64').length === KEY_BYTES;
+
 /** Decodes a base64 master key, insisting on exactly 32 bytes. */
 export function parseMasterKey(base64: string): Buffer {
-  const key = Buffer.from(base64.trim(), 'base64');
-  if (key.length !== KEY_BYTES || !/^[A-Za-z0-9+/]+={0,2}$/.test(base64.trim())) {
-    throw new Error('a master key must be exactly 32 bytes encoded as base64');
-  }
-  return key;
+  if (!isMasterKey(base64)) throw new Error('a master key must be exactly 32 bytes encoded as base64');
+  return Buffer.from(base64.trim(), 'base64');
 }
 
 function seal(key: Buffer, plaintext: Buffer, aad: string): { nonce: Buffer; sealed: Buffer } {

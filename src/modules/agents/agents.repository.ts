@@ -1,8 +1,7 @@
-import { and, count, desc, eq, getTableColumns, ilike, or, sql } from 'drizzle-orm';
-import type { Db } from '../../db/client.ts';
-import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
-import { agents, workflows } from '../../db/schema.ts';
-import type { AgentStatus } from '../../lib/statuses.ts';
+import { and, count, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
+import { likePattern, PreparedVariants, paginate, totalCount, variantKey } from '../../db/queries.ts';
+import { type AgentStatus, agents } from '../../db/schema/agents.ts';
+import type { Db } from '../../db/transaction.ts';
 
 export type AgentRow = typeof agents.$inferSelect;
 export type NewAgent = Omit<typeof agents.$inferInsert, 'id' | 'created_at' | 'updated_at'>;
@@ -73,7 +72,7 @@ export function createAgentsRepository(db: Db) {
         offset: filter.offset,
       };
       const { page, count } = listStatements.get(filter);
-      return toPage(await page.execute(params), filter.offset, async () => {
+      return paginate(filter, await page.execute(params), async () => {
         const [result] = await count.execute(params);
         return result?.value ?? 0;
       });
@@ -88,23 +87,24 @@ export function createAgentsRepository(db: Db) {
       return row;
     },
 
-    /**
-     * Deletes the agent and takes it out of every workflow of the workspace in one
-     * transaction. Deleting first locks the row, so a workflow being saved with this
-     * agent either commits before (and is cleaned here) or fails its existence check.
-     */
+    /** Deletes the agent; false when the workspace has no such agent. Takes the row lock. */
     async delete(workspaceId: string, id: string): Promise<boolean> {
-      return db.transaction(async (tx) => {
-        const deleted = await tx.delete(agents).where(byId(workspaceId, id)).returning({ id: agents.id });
-        if (deleted.length === 0) return false;
-        await tx
-          .update(workflows)
-          .set({ agents: sql`array_remove(${workflows.agents}, ${id}::uuid)`, updated_at: sql`now()` })
-          .where(
-            and(eq(workflows.workspace_id, workspaceId), sql`${workflows.agents} @> ARRAY[${id}]::uuid[]`),
-          );
-        return true;
-      });
+      const deleted = await db.delete(agents).where(byId(workspaceId, id)).returning({ id: agents.id });
+      return deleted.length > 0;
+    },
+
+    /**
+     * Share-locks the agents of the workspace among `ids` until the transaction ends and
+     * returns the ids it found, so none of them can be deleted before the caller commits.
+     */
+    async lockShared(workspaceId: string, ids: string[]): Promise<Set<string>> {
+      if (ids.length === 0) return new Set();
+      const found = await db
+        .select({ id: agents.id })
+        .from(agents)
+        .where(and(eq(agents.workspace_id, workspaceId), inArray(agents.id, [...new Set(ids)])))
+        .for('share');
+      return new Set(found.map((row) => row.id));
     },
   };
 }

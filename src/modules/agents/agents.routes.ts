@@ -26,10 +26,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
         response: { 200: AgentPage },
       },
     },
-    async (request) => {
-      const page = await agents.list(request.caller, request.query);
-      return { ...page, limit: request.query.limit, offset: request.query.offset };
-    },
+    async (request) => agents.list(request.caller, request.query),
   );
 
   app.get(

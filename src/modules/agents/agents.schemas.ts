@@ -1,23 +1,15 @@
 import { Type } from 'typebox';
-import { Page, PageQuery, StringEnum, Tags, Timestamp, ToolRef, Uuid } from '../../http/schemas.ts';
-import { AGENT_STATUSES } from '../../lib/statuses.ts';
-
-const ModelRef = Type.Object(
-  {
-    provider: Type.String({ minLength: 1, maxLength: 100, description: 'for example openai, anthropic' }),
-    name: Type.String({ minLength: 1, maxLength: 255, description: 'the provider’s model name' }),
-  },
-  { additionalProperties: false },
-);
+import { AgentStatusSchema, ModelRefSchema, ToolRefSchema } from '../../db/schema/agents.ts';
+import { Page, PageQuery, Tags, Timestamp, Uuid } from '../../http/schemas.ts';
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 255 }),
   description: Type.Union([Type.String({ maxLength: 10_000 }), Type.Null()]),
   role: Type.Union([Type.String({ maxLength: 255 }), Type.Null()]),
-  model: ModelRef,
+  model: ModelRefSchema,
   system_prompt: Type.Union([Type.String({ maxLength: 100_000 }), Type.Null()]),
-  tools: Type.Array(ToolRef, { maxItems: 100 }),
-  status: StringEnum(AGENT_STATUSES),
+  tools: Type.Array(ToolRefSchema, { maxItems: 100 }),
+  status: AgentStatusSchema,
   config: Type.Record(Type.String(), Type.Unknown()),
   tags: Tags(),
 };
@@ -55,7 +47,7 @@ export const ListAgentsQuery = Type.Object({
   tenant_id: Type.Optional(
     Uuid({ description: 'must be the current workspace’s tenant; any other tenant gives an empty list' }),
   ),
-  status: Type.Optional(StringEnum(AGENT_STATUSES)),
+  status: Type.Optional(AgentStatusSchema),
   tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   ...PageQuery,
 });

@@ -1,23 +1,35 @@
+import type { Caller } from '../../caller.ts';
+import { type Db, inTransaction } from '../../db/transaction.ts';
 import { notFound } from '../../errors.ts';
-import type { AgentChanges, AgentFilter, AgentsRepository, NewAgent } from './agents.repository.ts';
-
-/** The caller as the service needs it. */
-export interface AgentActor {
-  userId: string;
-  workspaceId: string;
-  tenantId: string;
-}
+import {
+  type AgentChanges,
+  type AgentFilter,
+  createAgentsRepository,
+  type NewAgent,
+} from './agents.repository.ts';
 
 export type CreateAgentInput = Omit<NewAgent, 'workspace_id' | 'created_by'>;
 
-/** Agents: the configured LLM workers that workflows are made of. */
-export function createAgentsService(repo: AgentsRepository) {
-  return {
-    create: (actor: AgentActor, input: CreateAgentInput) =>
-      repo.insert({ ...input, workspace_id: actor.workspaceId, created_by: actor.userId }),
+/**
+ * What agents need from other modules, inside their own transactions. Workflows depend on
+ * agents (they lock the agents they reference), so this direction is a plain function the
+ * composition root wires to `WorkflowsService.removeAgent`, not an import of workflows.
+ */
+export interface AgentsDependencies {
+  /** Deleting an agent takes it out of every workflow, in the delete's transaction. */
+  removeFromWorkflows(tx: Db, workspaceId: string, agentId: string): Promise<void>;
+}
 
-    async get(actor: AgentActor, id: string) {
-      const agent = await repo.find(actor.workspaceId, id);
+/** Agents: the configured LLM workers that workflows are made of. */
+export function createAgentsService(db: Db, deps: AgentsDependencies) {
+  const repo = createAgentsRepository(db);
+
+  return {
+    create: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, input: CreateAgentInput) =>
+      repo.insert({ ...input, workspace_id: caller.workspaceId, created_by: caller.userId }),
+
+    async get(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, id: string) {
+      const agent = await repo.find(caller.workspaceId, id);
       if (!agent) throw notFound('agent', id);
       return agent;
     },
@@ -27,21 +39,46 @@ export function createAgentsService(repo: AgentsRepository) {
      * belongs to exactly one tenant, any other tenant matches nothing (an empty list,
      * which reveals nothing about tenants the caller does not belong to).
      */
-    async list(actor: AgentActor, filter: AgentFilter & { tenant_id?: string }) {
-      if (filter.tenant_id !== undefined && filter.tenant_id.toLowerCase() !== actor.tenantId) {
-        return { items: [], total: 0 };
+    async list(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>,
+      filter: AgentFilter & { tenant_id?: string },
+    ) {
+      if (filter.tenant_id !== undefined && filter.tenant_id.toLowerCase() !== caller.tenantId) {
+        return { items: [], total: 0, limit: filter.limit, offset: filter.offset };
       }
-      return repo.list(actor.workspaceId, filter);
+      return repo.list(caller.workspaceId, filter);
     },
 
-    async update(actor: AgentActor, id: string, changes: AgentChanges) {
-      const agent = await repo.update(actor.workspaceId, id, changes);
+    async update(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>,
+      id: string,
+      changes: AgentChanges,
+    ) {
+      const agent = await repo.update(caller.workspaceId, id, changes);
       if (!agent) throw notFound('agent', id);
       return agent;
     },
 
-    async delete(actor: AgentActor, id: string) {
-      if (!(await repo.delete(actor.workspaceId, id))) throw notFound('agent', id);
+    /**
+     * Deletes the agent and takes it out of every workflow of the workspace in one
+     * transaction. Deleting first locks the row, so a workflow being saved with this
+     * agent either commits before (and is cleaned here) or fails its existence check.
+     */
+    async delete(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, id: string) {
+      await inTransaction(db, async (tx) => {
+        if (!(await createAgentsRepository(tx).delete(caller.workspaceId, id))) throw notFound('agent', id);
+        await deps.removeFromWorkflows(tx, caller.workspaceId, id);
+      });
+    },
+
+    /**
+     * For workflows, inside their transaction: share-locks the referenced agents until it
+     * ends and answers the positions in `ids` that name no agent of the workspace (empty
+     * when all exist). A concurrent delete waits for the lock, then cleans the workflow.
+     */
+    async lockExisting(tx: Db, workspaceId: string, ids: string[]): Promise<number[]> {
+      const present = await createAgentsRepository(tx).lockShared(workspaceId, ids);
+      return ids.flatMap((agentId, index) => (present.has(agentId) ? [] : [index]));
     },
   };
 }

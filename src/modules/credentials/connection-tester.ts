@@ -4,22 +4,19 @@ import { isIP, type LookupFunction, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { type AddressPolicy, vetHost } from './address-guard.ts';
+import { PLACEHOLDER, type TestEndpoint } from '../../db/schema/credentials.ts';
+import { type AddressPolicy, vetHost } from '../../lib/net/address-guard.ts';
 
 /** How a credential type is tested; comes from the type's `test_endpoint.kind`. */
-export type TestKind = 'postgres' | 'redis' | 'http' | 'oauth2' | 'none';
+export type TestKind = TestEndpoint['kind'];
 
-/** The HTTP probe of an API credential type, as stored in the type's `test_endpoint`. */
-export interface HttpTestEndpoint {
-  /** May contain `{{field}}` placeholders, filled from the data and URL-encoded, so one type serves every tenant. */
-  url: string;
-  /** Always GET: a test must never change anything on the remote side. */
-  method?: 'GET';
-  /** Values may contain `{{field}}` placeholders, e.g. `{ Authorization: 'Bearer {{api_key}}' }`. */
-  headers?: Record<string, string>;
-  /** Statuses that mean "the credential works"; default [200]. */
-  expected_status?: number[];
-}
+/**
+ * The HTTP probe of an API credential type: its stored `test_endpoint` with the URL present.
+ * `{{field}}` placeholders in the URL and header values are filled from the data (URL parts
+ * encoded), so one type serves every tenant. Always GET: a test must never change anything on
+ * the remote side. `expected_status` defaults to [200].
+ */
+export type HttpTestEndpoint = Pick<TestEndpoint, 'headers' | 'expected_status'> & { url: string };
 
 /** Everything a connection test needs; the caller has already decrypted and audited the access. */
 export interface ConnectionTestRequest {
@@ -408,8 +405,6 @@ function describeRedisError(
   }
   return `${step} to ${target} failed: ${message}`;
 }
-
-const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g;
 
 /**
  * Fills `{{field}}` placeholders. A placeholder that opens the template is a base URL

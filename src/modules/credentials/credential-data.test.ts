@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { FieldDefinition } from '../../lib/credential-fields.ts';
+import type { FieldDefinition } from '../../db/schema/credentials.ts';
 import {
   changedFieldNames,
   checkFieldDefinitions,

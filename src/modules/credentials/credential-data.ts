@@ -1,5 +1,5 @@
+import { type FieldDefinition, PLACEHOLDER, type TestEndpoint } from '../../db/schema/credentials.ts';
 import type { FieldError } from '../../errors.ts';
-import type { FieldDefinition } from '../../lib/credential-fields.ts';
 
 export type CredentialData = Record<string, unknown>;
 
@@ -136,3 +136,9 @@ export function checkFieldDefinitions(
   });
   return errors;
 }
+
+/** The field names a test endpoint's URL and headers fill in (`{{field}}`), in order. */
+export const placeholdersOf = (endpoint: TestEndpoint | null | undefined): string[] =>
+  [endpoint?.url ?? '', ...Object.values(endpoint?.headers ?? {})].flatMap((text) =>
+    [...text.matchAll(PLACEHOLDER)].map((match) => match[1] as string),
+  );

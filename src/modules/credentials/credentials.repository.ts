@@ -4,6 +4,7 @@ import {
   count,
   desc,
   eq,
+  getTableColumns,
   gte,
   ilike,
   inArray,
@@ -14,17 +15,19 @@ import {
   type SQL,
   sql,
 } from 'drizzle-orm';
-import type { Db } from '../../db/client.ts';
-import { likePattern, toPage, totalCount } from '../../db/queries.ts';
+import { afterCursor, likePattern, nextCursorOf, paginate, totalCount } from '../../db/queries.ts';
 import {
+  type AuditAction,
   credentialAuditArchive,
   credentialAuditLogs,
   credentials,
   credentialTypes,
   workspaceKeys,
-  workspaceSettings,
-} from '../../db/schema.ts';
-import type { AuditAction } from '../../lib/credential-fields.ts';
+} from '../../db/schema/credentials.ts';
+import type { Db } from '../../db/transaction.ts';
+
+/** The vault's column types, for the service (which imports no db/ file but transaction.ts). */
+export type { AuditAction, FieldDefinition, TestEndpoint } from '../../db/schema/credentials.ts';
 
 export type CredentialRow = typeof credentials.$inferSelect;
 export type CredentialTypeRow = typeof credentialTypes.$inferSelect;
@@ -44,6 +47,8 @@ export interface CredentialFilter {
 }
 
 export interface AuditFilter {
+  /** Only records older than this id (the previous page's `next_cursor`). */
+  after?: number;
   action?: AuditAction;
   from?: Date;
   to?: Date;
@@ -57,21 +62,7 @@ export const isUniqueViolation = (error: unknown): boolean =>
   (error as { cause?: { code?: string } }).cause?.code === '23505';
 
 /** Data access for the credential vault; every credential query is scoped by workspace id. */
-export function createCredentialsRepository(db: Db): CredentialsRepository {
-  return {
-    ...vaultQueries(db),
-    transaction: (work) => db.transaction((tx) => work(createCredentialsRepository(tx))),
-  };
-}
-
-/** The repository, plus running several of its calls in one transaction. */
-export type CredentialsRepository = VaultQueries & {
-  transaction<T>(work: (repo: CredentialsRepository) => Promise<T>): Promise<T>;
-};
-
-type VaultQueries = ReturnType<typeof vaultQueries>;
-
-function vaultQueries(db: Db) {
+export function createCredentialsRepository(db: Db) {
   const credentialById = (workspaceId: string, id: number) =>
     and(eq(credentials.workspace_id, workspaceId), eq(credentials.id, id));
   const visibleType = (workspaceId: string) =>
@@ -167,28 +158,6 @@ function vaultQueries(db: Db) {
         .update(workspaceKeys)
         .set({ wrapped_key: wrappedKey, master_key_id: masterKeyId, rotated_at: sql`now()` })
         .where(eq(workspaceKeys.workspace_id, workspaceId));
-    },
-
-    // Settings.
-
-    async getSettings(workspaceId: string, prefix: string): Promise<Record<string, unknown>> {
-      const rows = await db
-        .select({ key: workspaceSettings.key, value: workspaceSettings.value })
-        .from(workspaceSettings)
-        .where(
-          and(eq(workspaceSettings.workspace_id, workspaceId), ilike(workspaceSettings.key, `${prefix}%`)),
-        );
-      return Object.fromEntries(rows.map((row) => [row.key, row.value]));
-    },
-
-    async putSetting(workspaceId: string, key: string, value: unknown) {
-      await db
-        .insert(workspaceSettings)
-        .values({ workspace_id: workspaceId, key, value })
-        .onConflictDoUpdate({
-          target: [workspaceSettings.workspace_id, workspaceSettings.key],
-          set: { value, updated_at: sql`now()` },
-        });
     },
 
     // Credentials.
@@ -287,7 +256,7 @@ function vaultQueries(db: Db) {
         .orderBy(desc(credentials.created_at), desc(credentials.id))
         .limit(filter.limit)
         .offset(filter.offset);
-      return toPage(rows, filter.offset, async () => {
+      return paginate(filter, rows, async () => {
         const [result] = await db.select({ value: count() }).from(credentials).where(where);
         return result?.value ?? 0;
       });
@@ -334,18 +303,20 @@ function vaultQueries(db: Db) {
         filter.action ? eq(credentialAuditLogs.action, filter.action) : undefined,
         filter.from ? gte(credentialAuditLogs.created_at, filter.from) : undefined,
         filter.to ? lt(credentialAuditLogs.created_at, filter.to) : undefined,
+        afterCursor(credentialAuditLogs.id, { after: filter.after, order: 'newest_first' }),
       );
       const rows = await db
-        .select({ record: credentialAuditLogs, total: totalCount() })
+        .select({ ...getTableColumns(credentialAuditLogs), total: totalCount() })
         .from(credentialAuditLogs)
         .where(where)
         .orderBy(desc(credentialAuditLogs.id))
         .limit(filter.limit)
         .offset(filter.offset);
-      return toPage(rows, filter.offset, async () => {
+      const page = await paginate(filter, rows, async () => {
         const [result] = await db.select({ value: count() }).from(credentialAuditLogs).where(where);
         return result?.value ?? 0;
       });
+      return { ...page, next_cursor: nextCursorOf(page) };
     },
 
     /** The whole chain of a credential, oldest first, for verification. */
@@ -384,16 +355,18 @@ function vaultQueries(db: Db) {
           : eq(credentialAuditArchive.credential_id, filter.credential_id),
       );
       const rows = await db
-        .select({ record: credentialAuditArchive, total: totalCount() })
+        .select({ ...getTableColumns(credentialAuditArchive), total: totalCount() })
         .from(credentialAuditArchive)
         .where(where)
         .orderBy(desc(credentialAuditArchive.id))
         .limit(filter.limit)
         .offset(filter.offset);
-      return toPage(rows, filter.offset, async () => {
+      return paginate(filter, rows, async () => {
         const [result] = await db.select({ value: count() }).from(credentialAuditArchive).where(where);
         return result?.value ?? 0;
       });
     },
   };
 }
+
+export type CredentialsRepository = ReturnType<typeof createCredentialsRepository>;

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { forbidden } from '../../errors.ts';
 import {
@@ -23,16 +22,9 @@ import {
   UpdateSettingsBody,
   VerifySchema,
 } from './credentials.schemas.ts';
-import type { CredentialsService, VaultActor } from './credentials.service.ts';
+import type { CredentialsService } from './credentials.service.ts';
 
 const tags = ['Credentials'];
-
-const actorOf = (request: FastifyRequest): VaultActor => ({
-  userId: request.caller.userId,
-  workspaceId: request.caller.workspaceId,
-  ipAddress: request.ip,
-  role: request.caller.role,
-});
 
 /** The credential vault (spec sections 2.1 to 2.3, 3.1, 4.10). */
 export const credentialsRoutes: FastifyPluginAsyncTypebox<{
@@ -51,7 +43,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: Type.Object({ items: Type.Array(CredentialTypeSchema) }) },
       },
     },
-    async (request) => ({ items: await credentials.listTypes(actorOf(request), request.query) }),
+    async (request) => ({ items: await credentials.listTypes(request.caller, request.query) }),
   );
 
   app.get(
@@ -65,7 +57,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: CredentialTypeSchema },
       },
     },
-    async (request) => credentials.getType(actorOf(request), request.params.id),
+    async (request) => credentials.getType(request.caller, request.params.id),
   );
 
   app.post(
@@ -82,7 +74,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request, reply) =>
-      reply.status(201).send(await credentials.createType(actorOf(request), request.body)),
+      reply.status(201).send(await credentials.createType(request.caller, request.body)),
   );
 
   app.get(
@@ -96,7 +88,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: SettingsSchema },
       },
     },
-    async (request) => credentials.getSettings(actorOf(request)),
+    async (request) => credentials.getSettings(request.caller),
   );
 
   app.put(
@@ -111,7 +103,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: SettingsSchema },
       },
     },
-    async (request) => credentials.updateSettings(actorOf(request), request.body),
+    async (request) => credentials.updateSettings(request.caller, request.body),
   );
 
   app.get(
@@ -127,10 +119,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: ArchivePage },
       },
     },
-    async (request) => ({
-      ...(await credentials.archive(actorOf(request), request.query)),
-      ...pageOf(request.query),
-    }),
+    async (request) => credentials.archive(request.caller, request.query),
   );
 
   app.get(
@@ -167,10 +156,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: CredentialPage },
       },
     },
-    async (request) => ({
-      ...(await credentials.list(actorOf(request), request.query)),
-      ...pageOf(request.query),
-    }),
+    async (request) => credentials.list(request.caller, request.query),
   );
 
   app.get(
@@ -185,7 +171,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: CredentialDetailsSchema },
       },
     },
-    async (request) => credentials.get(actorOf(request), request.params.id),
+    async (request) => credentials.get(request.caller, request.params.id),
   );
 
   app.post(
@@ -200,8 +186,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 201: CredentialDetailsSchema },
       },
     },
-    async (request, reply) =>
-      reply.status(201).send(await credentials.create(actorOf(request), request.body)),
+    async (request, reply) => reply.status(201).send(await credentials.create(request.caller, request.body)),
   );
 
   app.put(
@@ -217,7 +202,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: CredentialSchema },
       },
     },
-    async (request) => credentials.update(actorOf(request), request.params.id, request.body),
+    async (request) => credentials.update(request.caller, request.params.id, request.body),
   );
 
   app.delete(
@@ -233,7 +218,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request, reply) => {
-      await credentials.remove(actorOf(request), request.params.id);
+      await credentials.remove(request.caller, request.params.id);
       return reply.status(204).send(null);
     },
   );
@@ -250,7 +235,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: TestResultSchema },
       },
     },
-    async (request) => credentials.test(actorOf(request), request.params.id),
+    async (request) => credentials.test(request.caller, request.params.id),
   );
 
   app.get(
@@ -260,7 +245,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: 'Audit trail',
         description:
-          'The credential’s audit records, newest first. Filters: action, from (inclusive), to (exclusive).',
+          'The credential’s audit records, newest first. Filters: action, from (inclusive), to (exclusive). Page by `after` (the previous page’s `next_cursor`: records older than that id), which stays stable while records are added; `limit`/`offset` keep working.',
         params: CredentialIdParams,
         querystring: ListAuditQuery,
         response: { 200: AuditPage },
@@ -269,10 +254,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     async (request) => {
       const { from, to, ...rest } = request.query;
       const filter = { ...rest, from: from ? new Date(from) : undefined, to: to ? new Date(to) : undefined };
-      return {
-        ...(await credentials.auditLogs(actorOf(request), request.params.id, filter)),
-        ...pageOf(request.query),
-      };
+      return credentials.auditLogs(request.caller, request.params.id, filter);
     },
   );
 
@@ -288,8 +270,6 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: VerifySchema },
       },
     },
-    async (request) => credentials.verifyAudit(actorOf(request), request.params.id),
+    async (request) => credentials.verifyAudit(request.caller, request.params.id),
   );
 };
-
-const pageOf = (query: { limit: number; offset: number }) => ({ limit: query.limit, offset: query.offset });

@@ -1,58 +1,19 @@
 import { Type } from 'typebox';
-import { DateTime, IntId, Page, PageQuery, StringEnum, Timestamp } from '../../http/schemas.ts';
 import {
-  AUDIT_ACTIONS,
-  CREDENTIAL_CATEGORIES,
-  FIELD_TYPES,
-  TEST_KINDS,
-} from '../../lib/credential-fields.ts';
+  AuditActionSchema,
+  CredentialCategorySchema,
+  FieldDefinitionSchema,
+  MasterKeyIdSchema,
+  TestEndpointSchema,
+  TestStatusSchema,
+} from '../../db/schema/credentials.ts';
+import { CredentialSettingsSchema } from '../../db/schema/settings.ts';
+import { DateTime, IntId, Page, PageQuery, Timestamp } from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
 export const CredentialIdParams = Type.Object({ id: IntId() });
-
-const FieldDefinitionSchema = Type.Object(
-  {
-    name: Type.String({
-      pattern: '^[a-z][a-z0-9_]{0,63}$',
-      description: 'snake_case key of the data object',
-    }),
-    label: Type.String({ minLength: 1, maxLength: 255 }),
-    type: StringEnum(FIELD_TYPES),
-    required: Type.Optional(Type.Boolean()),
-    default: Type.Optional(Type.Unknown()),
-    options: Type.Optional(
-      Type.Array(
-        Type.Object(
-          {
-            value: Type.String({ minLength: 1, maxLength: 255 }),
-            label: Type.Optional(Type.String({ maxLength: 255 })),
-          },
-          { additionalProperties: false },
-        ),
-        { maxItems: 100 },
-      ),
-    ),
-    description: Type.Optional(Type.String({ maxLength: 2000 })),
-    placeholder: Type.Optional(Type.String({ maxLength: 255 })),
-  },
-  { additionalProperties: false },
-);
-
-const TestEndpointSchema = Type.Object(
-  {
-    kind: StringEnum(TEST_KINDS),
-    url: Type.Optional(
-      Type.String({ maxLength: 2000, description: 'for http: URL with {{field}} placeholders' }),
-    ),
-    headers: Type.Optional(Type.Record(Type.String({ maxLength: 100 }), Type.String({ maxLength: 2000 }))),
-    expected_status: Type.Optional(
-      Type.Array(Type.Integer({ minimum: 100, maximum: 599 }), { maxItems: 20 }),
-    ),
-  },
-  { additionalProperties: false },
-);
 
 export const CredentialTypeSchema = Type.Object({
   id: Type.Integer(),
@@ -72,7 +33,7 @@ export const CreateCredentialTypeBody = Type.Object(
   {
     name: Type.String({ pattern: '^[a-z][a-z0-9_]{0,254}$', maxLength: 255 }),
     display_name: Type.String({ minLength: 1, maxLength: 255 }),
-    category: StringEnum(CREDENTIAL_CATEGORIES),
+    category: CredentialCategorySchema,
     icon: Type.Optional(Nullable(Type.String({ maxLength: 50 }))),
     logo: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
     description: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
@@ -83,7 +44,7 @@ export const CreateCredentialTypeBody = Type.Object(
 );
 
 export const ListTypesQuery = Type.Object({
-  category: Type.Optional(StringEnum(CREDENTIAL_CATEGORIES)),
+  category: Type.Optional(CredentialCategorySchema),
   is_active: Type.Optional(Type.Boolean()),
 });
 
@@ -109,7 +70,7 @@ const credentialFields = {
   is_expired: Type.Boolean(),
   expires_at: Nullable(Timestamp()),
   last_tested: Nullable(Timestamp()),
-  test_status: Nullable(StringEnum(['passed', 'failed'] as const)),
+  test_status: Nullable(TestStatusSchema),
   test_message: Nullable(Type.String()),
   created_by: Nullable(Type.String()),
   created_at: Timestamp(),
@@ -170,7 +131,7 @@ export const ListCredentialsQuery = Type.Object({
 
 export const TestResultSchema = Type.Object({
   credential_id: Type.Integer(),
-  status: StringEnum(['passed', 'failed'] as const),
+  status: TestStatusSchema,
   message: Type.String(),
   duration_ms: Type.Number(),
   tested_at: Timestamp(),
@@ -179,7 +140,7 @@ export const TestResultSchema = Type.Object({
 const auditFields = {
   id: Type.Integer(),
   credential_id: Type.Integer(),
-  action: StringEnum(AUDIT_ACTIONS),
+  action: AuditActionSchema,
   user_id: Nullable(Type.String()),
   ip_address: Nullable(Type.String()),
   metadata: Type.Record(Type.String(), Type.Unknown()),
@@ -188,12 +149,24 @@ const auditFields = {
   hash: Type.String({ description: 'HMAC-SHA256 over the canonical record and prev_hash' }),
 };
 
-export const AuditPage = Page(Type.Object(auditFields));
+export const AuditPage = Type.Object({
+  ...Page(Type.Object(auditFields)).properties,
+  next_cursor: Nullable(
+    Type.Integer({ description: 'pass as `after` for the next (older) page; null when no record is left' }),
+  ),
+});
 
 export const ListAuditQuery = Type.Object({
-  action: Type.Optional(StringEnum(AUDIT_ACTIONS)),
+  action: Type.Optional(AuditActionSchema),
   from: Type.Optional(DateTime({ description: 'inclusive' })),
   to: Type.Optional(DateTime({ description: 'exclusive' })),
+  after: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'only records older than this id: the previous page’s next_cursor',
+    }),
+  ),
   ...PageQuery,
 });
 
@@ -217,24 +190,16 @@ export const ArchiveQuery = Type.Object({
   ...PageQuery,
 });
 
-export const SettingsSchema = Type.Object({
-  environment_lookup: Type.Boolean({ description: 'lookup by name honours the environment (rule E)' }),
-  archive_audit_on_delete: Type.Boolean({
-    description: 'copy the audit trail to the archive before deleting',
-  }),
-  refuse_private_networks: Type.Boolean({
-    description:
-      'connection tests refuse private and loopback addresses (default on; VAULT_ALLOW_LOOPBACK admits loopback in development)',
-  }),
-});
+/** GET and PUT answer the whole `credentials` settings namespace, declared beside its table. */
+export const SettingsSchema = CredentialSettingsSchema;
 
-export const UpdateSettingsBody = Type.Partial(SettingsSchema, { additionalProperties: false });
+export const UpdateSettingsBody = Type.Partial(CredentialSettingsSchema, { additionalProperties: false });
 
 export const EncryptionStatusSchema = Type.Object({
-  current_key_id: Type.String(),
+  current_key_id: MasterKeyIdSchema,
   keys: Type.Array(
     Type.Object({
-      key_id: Type.String(),
+      key_id: MasterKeyIdSchema,
       workspace_keys: Type.Integer(),
       current: Type.Boolean(),
       configured: Type.Boolean(),

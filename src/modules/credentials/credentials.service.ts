@@ -1,5 +1,6 @@
-import { AppError, conflict, type FieldError, forbidden, notFound } from '../../errors.ts';
-import type { AuditAction, FieldDefinition, TestEndpoint } from '../../lib/credential-fields.ts';
+import { type Caller, hasRole } from '../../caller.ts';
+import { type Db, inTransaction } from '../../db/transaction.ts';
+import { AppError, conflict, forbidden, invalidFields, notFound } from '../../errors.ts';
 import {
   chainHash,
   EnvelopeError,
@@ -7,7 +8,7 @@ import {
   sealCredential,
   type WorkspaceKeys,
 } from '../../lib/crypto/envelope.ts';
-import { hasRole, type Role } from '../../lib/roles.ts';
+import type { SettingsService } from '../settings/settings.service.ts';
 import {
   type ConnectionTestRequest,
   type ConnectionTestResult,
@@ -18,28 +19,24 @@ import {
   changedFieldNames,
   checkFieldDefinitions,
   maskCredentialData,
+  placeholdersOf,
   prepareCredentialData,
   secretFieldNames,
 } from './credential-data.ts';
-import type {
-  AuditFilter,
-  AuditRow,
-  CredentialFilter,
-  CredentialRow,
-  CredentialsRepository,
-  CredentialTypeRow,
+import {
+  type AuditAction,
+  type AuditFilter,
+  type AuditRow,
+  type CredentialFilter,
+  type CredentialRow,
+  type CredentialsRepository,
+  type CredentialTypeRow,
+  createCredentialsRepository,
+  type FieldDefinition,
+  isUniqueViolation,
+  type TestEndpoint,
 } from './credentials.repository.ts';
-import { isUniqueViolation } from './credentials.repository.ts';
 import type { VaultKeys } from './vault-keys.ts';
-
-/** Who acts, from where. */
-export interface VaultActor {
-  userId: string;
-  workspaceId: string;
-  ipAddress?: string;
-  /** The caller's role in the workspace; decides who may redirect a secret (rule C3a). */
-  role?: Role;
-}
 
 /** A workspace's own credential type, as its admin describes it. */
 export interface NewCredentialType {
@@ -68,36 +65,22 @@ export interface AccessRequest {
   ipAddress?: string;
 }
 
-export interface CredentialSettings {
-  environment_lookup: boolean;
-  archive_audit_on_delete: boolean;
-  refuse_private_networks: boolean;
-}
-
-const SETTING_DEFAULTS: CredentialSettings = {
-  environment_lookup: false,
-  archive_audit_on_delete: true,
-  refuse_private_networks: true,
-};
-const SETTING_PREFIX = 'credentials.';
-
 /** Decrypted accesses written per transaction, and transactions under way at once. */
 const MAX_BATCH_SIZE = 64;
 const MAX_BATCHES_IN_FLIGHT = 2;
 
 export interface CredentialsDependencies {
-  repo: CredentialsRepository;
+  db: Db;
+  /** The vault's settings live in the settings module, namespace `credentials`. */
+  settings: Pick<SettingsService, 'get' | 'update'>;
   keys: VaultKeys;
   testConnection: (request: ConnectionTestRequest) => Promise<ConnectionTestResult>;
   clock?: () => Date;
 }
 
-const credentialNotFound = (id: number | string) =>
-  new AppError(404, 'credential_not_found', `credential ${id} not found`);
+const credentialNotFound = (id: number | string) => notFound('credential', id);
 const encryptionKeyError = () =>
   new AppError(500, 'encryption_key_error', 'the stored credential data cannot be decrypted');
-const validationFailed = (errors: FieldError[]) =>
-  new AppError(400, 'validation_failed', errors.map((e) => `${e.field} ${e.message}`).join('; '), errors);
 const duplicate = (name: string, environment: string) =>
   conflict(
     'duplicate_credential',
@@ -129,13 +112,13 @@ function chainedRecord(
  * so a member can only send a secret they already know.
  */
 function refuseSecretRedirect(
-  actor: VaultActor,
+  caller: Pick<Caller, 'role'>,
   type: CredentialTypeRow,
   input: CredentialData,
   previous: CredentialData,
   changed: string[],
 ): void {
-  if (actor.role && hasRole(actor.role, 'admin')) return;
+  if (hasRole(caller.role, 'admin')) return;
   const endpoint = type.test_endpoint;
   const destinations = destinationFields(
     endpoint?.kind ?? 'none',
@@ -166,8 +149,13 @@ function refuseSecretRedirect(
  * chained to the record before it.
  */
 export function createCredentialsService(deps: CredentialsDependencies) {
-  const { repo, keys } = deps;
+  const { db, keys } = deps;
+  const repo = createCredentialsRepository(db);
   const clock = deps.clock ?? (() => new Date());
+
+  /** Runs `work` with the repository bound to one transaction. */
+  const transaction = <T>(work: (tx: CredentialsRepository) => Promise<T>) =>
+    inTransaction(db, (tx) => work(createCredentialsRepository(tx)));
 
   /** Appends a chained audit record; call it inside the transaction holding the credential's row lock. */
   async function appendAudit(
@@ -215,15 +203,8 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     return type;
   }
 
-  async function settingsOf(workspaceId: string): Promise<CredentialSettings> {
-    const stored = await repo.getSettings(workspaceId, SETTING_PREFIX);
-    const settings = { ...SETTING_DEFAULTS };
-    for (const key of Object.keys(SETTING_DEFAULTS) as (keyof CredentialSettings)[]) {
-      const value = stored[`${SETTING_PREFIX}${key}`];
-      if (typeof value === 'boolean') settings[key] = value;
-    }
-    return settings;
-  }
+  /** The vault's switches for a workspace (namespace `credentials` of the settings module). */
+  const settingsOf = (workspaceId: string) => deps.settings.get(workspaceId, 'credentials');
 
   function present(row: CredentialRow, typeName: string) {
     const { encrypted_data: _never, ...visible } = row;
@@ -271,7 +252,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
   async function runBatch(batch: PendingAccess[]): Promise<void> {
     const outcomes = new Map<PendingAccess, { data: CredentialData } | { error: AppError }>();
     try {
-      await repo.transaction(async (tx) => {
+      await transaction(async (tx) => {
         const ids = [...new Set(batch.map((pending) => pending.id))];
         const locked = new Map((await tx.lockCredentials(ids)).map((row) => [row.credential.id, row]));
         const heads = await tx.lastAuditHashes(ids);
@@ -288,7 +269,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           const unknown = (request.fields ?? []).filter((f) => !known.has(f));
           if (unknown.length > 0) {
             outcomes.set(pending, {
-              error: validationFailed(
+              error: invalidFields(
                 unknown.map((f) => ({ field: 'fields', message: `${f} is not a field of this credential` })),
               ),
             });
@@ -382,39 +363,38 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     // Types.
 
-    listTypes: (actor: VaultActor, filter: { category?: string; is_active?: boolean }) =>
-      repo.listTypes(actor.workspaceId, filter),
+    listTypes: (
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      filter: { category?: string; is_active?: boolean },
+    ) => repo.listTypes(caller.workspaceId, filter),
 
-    async getType(actor: VaultActor, id: number) {
-      const type = await repo.findType(actor.workspaceId, id);
+    async getType(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      const type = await repo.findType(caller.workspaceId, id);
       if (!type) throw notFound('credential type', id);
       return type;
     },
 
-    async createType(actor: VaultActor, input: NewCredentialType) {
+    async createType(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, input: NewCredentialType) {
       const errors = checkFieldDefinitions(input.schema_definition);
       const names = new Set(input.schema_definition.map((f) => f.name));
       const endpoint = input.test_endpoint;
       if (endpoint?.kind === 'http' && !endpoint.url) {
         errors.push({ field: 'body.test_endpoint.url', message: 'is required for an http test' });
       }
-      const placeholders = [endpoint?.url ?? '', ...Object.values(endpoint?.headers ?? {})].flatMap((text) =>
-        [...text.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)].map((m) => m[1] as string),
-      );
-      for (const name of placeholders.filter((p) => !names.has(p))) {
+      for (const name of placeholdersOf(endpoint).filter((p) => !names.has(p))) {
         errors.push({
           field: 'body.test_endpoint',
           message: `uses {{${name}}}, which is not a field of this type`,
         });
       }
-      if (errors.length > 0) throw validationFailed(errors);
-      if (await repo.typeNameTaken(actor.workspaceId, input.name)) {
+      if (errors.length > 0) throw invalidFields(errors);
+      if (await repo.typeNameTaken(caller.workspaceId, input.name)) {
         throw conflict('duplicate_credential_type', `a credential type named ${input.name} already exists`);
       }
       try {
         return await repo.insertType({
           ...input,
-          workspace_id: actor.workspaceId,
+          workspace_id: caller.workspaceId,
           is_system: false,
           is_active: true,
         });
@@ -429,7 +409,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     /** Rule C1. */
     async create(
-      actor: VaultActor,
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
       input: {
         name: string;
         credential_type_id: number;
@@ -440,38 +420,38 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         expires_at?: string | null;
       },
     ) {
-      const type = await repo.findType(actor.workspaceId, input.credential_type_id);
+      const type = await repo.findType(caller.workspaceId, input.credential_type_id);
       if (!type?.is_active) {
-        throw validationFailed([
+        throw invalidFields([
           { field: 'body.credential_type_id', message: 'does not name an active credential type' },
         ]);
       }
       const prepared = prepareCredentialData(type.name, type.schema_definition, input.data);
-      if (prepared.errors.length > 0) throw validationFailed(prepared.errors);
+      if (prepared.errors.length > 0) throw invalidFields(prepared.errors);
       const environment = input.environment ?? 'production';
-      const workspaceKeys = await keysOf(actor.workspaceId);
+      const workspaceKeys = await keysOf(caller.workspaceId);
       try {
-        const row = await repo.transaction(async (tx) => {
+        const row = await transaction(async (tx) => {
           const id = await tx.nextCredentialId();
-          const bound = { workspace_id: actor.workspaceId, id, credential_type_id: type.id };
+          const bound = { workspace_id: caller.workspaceId, id, credential_type_id: type.id };
           const created = await tx.insertCredential({
             id,
             name: input.name,
-            workspace_id: actor.workspaceId,
+            workspace_id: caller.workspaceId,
             credential_type_id: type.id,
             encrypted_data: sealCredential(workspaceKeys.credentialKey, prepared.data, binding(bound)),
             environment,
             description: input.description ?? null,
             tags: input.tags ?? [],
             expires_at: input.expires_at ? new Date(input.expires_at) : null,
-            created_by: actor.userId,
+            created_by: caller.userId,
           });
           await appendAudit(tx, workspaceKeys.auditKey, {
             credentialId: id,
-            workspaceId: actor.workspaceId,
+            workspaceId: caller.workspaceId,
             action: 'created',
-            userId: actor.userId,
-            ipAddress: actor.ipAddress,
+            userId: caller.userId,
+            ipAddress: caller.ipAddress,
             metadata: { credential_type: type.name, environment },
           });
           return created;
@@ -486,19 +466,22 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       }
     },
 
-    async list(actor: VaultActor, filter: Omit<CredentialFilter, 'now'>) {
-      const page = await repo.listCredentials(actor.workspaceId, { ...filter, now: clock() });
-      return { items: page.items.map((item) => present(item.credential, item.type_name)), total: page.total };
+    async list(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      filter: Omit<CredentialFilter, 'now'>,
+    ) {
+      const page = await repo.listCredentials(caller.workspaceId, { ...filter, now: clock() });
+      return { ...page, items: page.items.map((item) => present(item.credential, item.type_name)) };
     },
 
     /** Details: non-secret fields shown, password and hidden fields masked; not an audited access. */
-    async get(actor: VaultActor, id: number) {
-      const row = await repo.findCredential(actor.workspaceId, id);
+    async get(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      const row = await repo.findCredential(caller.workspaceId, id);
       if (!row) throw credentialNotFound(id);
-      const type = await typeOf(actor.workspaceId, row.credential_type_id);
+      const type = await typeOf(caller.workspaceId, row.credential_type_id);
       let data: CredentialData | null = null;
       try {
-        const workspaceKeys = await keys.keysFor(actor.workspaceId);
+        const workspaceKeys = await keys.keysFor(caller.workspaceId);
         data = maskCredentialData(
           type.schema_definition,
           openCredential(workspaceKeys.credentialKey, row.encrypted_data, binding(row)),
@@ -511,7 +494,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     /** Rule C3: partial; `data` merges over the stored data (omitted fields kept, null clears). */
     async update(
-      actor: VaultActor,
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress' | 'role'>,
       id: number,
       input: {
         name?: string;
@@ -523,15 +506,15 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         expires_at?: string | null;
       },
     ) {
-      const workspaceKeys = await keysOf(actor.workspaceId);
+      const workspaceKeys = await keysOf(caller.workspaceId);
       // The name and environment the credential would end with, for the duplicate message.
       let target = { name: input.name ?? '', environment: input.environment ?? '' };
       try {
-        return await repo.transaction(async (tx) => {
-          const row = await tx.findCredential(actor.workspaceId, id, true);
+        return await transaction(async (tx) => {
+          const row = await tx.findCredential(caller.workspaceId, id, true);
           if (!row) throw credentialNotFound(id);
           target = { name: input.name ?? row.name, environment: input.environment ?? row.environment };
-          const type = await typeOf(actor.workspaceId, row.credential_type_id, tx);
+          const type = await typeOf(caller.workspaceId, row.credential_type_id, tx);
           const changes: Partial<CredentialRow> = {};
           const audited: Record<string, { old: unknown; new: unknown }> = {};
           const track = <
@@ -575,9 +558,9 @@ export function createCredentialsService(deps: CredentialsDependencies) {
               throw error;
             }
             const prepared = prepareCredentialData(type.name, type.schema_definition, input.data, previous);
-            if (prepared.errors.length > 0) throw validationFailed(prepared.errors);
+            if (prepared.errors.length > 0) throw invalidFields(prepared.errors);
             dataFields = changedFieldNames(previous, prepared.data);
-            refuseSecretRedirect(actor, type, input.data, previous, dataFields);
+            refuseSecretRedirect(caller, type, input.data, previous, dataFields);
             if (dataFields.length > 0) {
               changes.encrypted_data = sealCredential(
                 workspaceKeys.credentialKey,
@@ -586,13 +569,13 @@ export function createCredentialsService(deps: CredentialsDependencies) {
               );
             }
           }
-          const updated = (await tx.updateCredential(actor.workspaceId, id, changes)) ?? row;
+          const updated = (await tx.updateCredential(caller.workspaceId, id, changes)) ?? row;
           await appendAudit(tx, workspaceKeys.auditKey, {
             credentialId: id,
-            workspaceId: actor.workspaceId,
+            workspaceId: caller.workspaceId,
             action: 'updated',
-            userId: actor.userId,
-            ipAddress: actor.ipAddress,
+            userId: caller.userId,
+            ipAddress: caller.ipAddress,
             metadata: {
               changes: audited,
               ...(dataFields.length > 0 ? { data_fields_changed: dataFields } : {}),
@@ -607,44 +590,44 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     },
 
     /** Rule D, in one transaction. */
-    async remove(actor: VaultActor, id: number) {
-      const workspaceKeys = await keysOf(actor.workspaceId);
-      const settings = await settingsOf(actor.workspaceId);
-      await repo.transaction(async (tx) => {
-        const row = await tx.findCredential(actor.workspaceId, id, true);
+    async remove(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      const workspaceKeys = await keysOf(caller.workspaceId);
+      const settings = await settingsOf(caller.workspaceId);
+      await transaction(async (tx) => {
+        const row = await tx.findCredential(caller.workspaceId, id, true);
         if (!row) throw credentialNotFound(id);
         await appendAudit(tx, workspaceKeys.auditKey, {
           credentialId: id,
-          workspaceId: actor.workspaceId,
+          workspaceId: caller.workspaceId,
           action: 'deleted',
-          userId: actor.userId,
-          ipAddress: actor.ipAddress,
+          userId: caller.userId,
+          ipAddress: caller.ipAddress,
           metadata: { credential_name: row.name },
         });
-        if (settings.archive_audit_on_delete) await tx.archiveAudit(actor.workspaceId, id, row.name);
+        if (settings.archive_audit_on_delete) await tx.archiveAudit(caller.workspaceId, id, row.name);
         const marker = sealCredential(
           workspaceKeys.credentialKey,
           { deleted: true, deleted_at: clock().toISOString() },
           binding(row),
         );
-        await tx.updateCredential(actor.workspaceId, id, { encrypted_data: marker });
-        await tx.deleteCredential(actor.workspaceId, id);
+        await tx.updateCredential(caller.workspaceId, id, { encrypted_data: marker });
+        await tx.deleteCredential(caller.workspaceId, id);
       });
     },
 
     /** Rule T: decrypted access (audited), then the type's connection test; result stored and audited. */
-    async test(actor: VaultActor, id: number) {
-      const row = await repo.findCredential(actor.workspaceId, id);
+    async test(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      const row = await repo.findCredential(caller.workspaceId, id);
       if (!row) throw credentialNotFound(id);
-      const type = await typeOf(actor.workspaceId, row.credential_type_id);
+      const type = await typeOf(caller.workspaceId, row.credential_type_id);
       const data = await access({
-        workspaceId: actor.workspaceId,
+        workspaceId: caller.workspaceId,
         id,
         serviceName: 'connection-test',
-        userId: actor.userId,
-        ipAddress: actor.ipAddress,
+        userId: caller.userId,
+        ipAddress: caller.ipAddress,
       });
-      const settings = await settingsOf(actor.workspaceId);
+      const settings = await settingsOf(caller.workspaceId);
       const endpoint = type.test_endpoint;
       const result = await deps.testConnection({
         kind: endpoint?.kind ?? 'none',
@@ -657,21 +640,21 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         refusePrivateNetworks: settings.refuse_private_networks,
       });
       const status = result.passed ? ('passed' as const) : ('failed' as const);
-      const workspaceKeys = await keysOf(actor.workspaceId);
+      const workspaceKeys = await keysOf(caller.workspaceId);
       const testedAt = clock();
-      await repo.transaction(async (tx) => {
-        if (!(await tx.findCredential(actor.workspaceId, id, true))) throw credentialNotFound(id);
-        await tx.updateCredential(actor.workspaceId, id, {
+      await transaction(async (tx) => {
+        if (!(await tx.findCredential(caller.workspaceId, id, true))) throw credentialNotFound(id);
+        await tx.updateCredential(caller.workspaceId, id, {
           last_tested: testedAt,
           test_status: status,
           test_message: result.message,
         });
         await appendAudit(tx, workspaceKeys.auditKey, {
           credentialId: id,
-          workspaceId: actor.workspaceId,
+          workspaceId: caller.workspaceId,
           action: 'tested',
-          userId: actor.userId,
-          ipAddress: actor.ipAddress,
+          userId: caller.userId,
+          ipAddress: caller.ipAddress,
           metadata: { status, message: result.message, duration_ms: result.duration_ms },
         });
       });
@@ -686,17 +669,20 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     // Audit.
 
-    async auditLogs(actor: VaultActor, id: number, filter: AuditFilter) {
-      if (!(await repo.findCredential(actor.workspaceId, id))) throw credentialNotFound(id);
-      const page = await repo.listAudit(actor.workspaceId, id, filter);
-      return { items: page.items.map((item) => item.record), total: page.total };
+    async auditLogs(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      id: number,
+      filter: AuditFilter,
+    ) {
+      if (!(await repo.findCredential(caller.workspaceId, id))) throw credentialNotFound(id);
+      return repo.listAudit(caller.workspaceId, id, filter);
     },
 
     /** Recomputes the chain: intact, or the first record whose link or content does not match. */
-    async verifyAudit(actor: VaultActor, id: number) {
-      if (!(await repo.findCredential(actor.workspaceId, id))) throw credentialNotFound(id);
-      const { auditKey } = await keysOf(actor.workspaceId);
-      const records = await repo.chain(actor.workspaceId, id);
+    async verifyAudit(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
+      if (!(await repo.findCredential(caller.workspaceId, id))) throw credentialNotFound(id);
+      const { auditKey } = await keysOf(caller.workspaceId);
+      const records = await repo.chain(caller.workspaceId, id);
       let prev = '';
       for (const record of records) {
         if (record.prev_hash !== prev) {
@@ -718,21 +704,20 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       return { intact: true, records: records.length, first_broken: null };
     },
 
-    async archive(actor: VaultActor, filter: { credential_id?: number; limit: number; offset: number }) {
-      const page = await repo.listArchive(actor.workspaceId, filter);
-      return { items: page.items.map((item) => item.record), total: page.total };
-    },
+    archive: (
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      filter: { credential_id?: number; limit: number; offset: number },
+    ) => repo.listArchive(caller.workspaceId, filter),
 
     // Settings.
 
-    getSettings: (actor: VaultActor) => settingsOf(actor.workspaceId),
+    getSettings: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>) =>
+      settingsOf(caller.workspaceId),
 
-    async updateSettings(actor: VaultActor, changes: Partial<CredentialSettings>) {
-      for (const [key, value] of Object.entries(changes)) {
-        if (value !== undefined) await repo.putSetting(actor.workspaceId, `${SETTING_PREFIX}${key}`, value);
-      }
-      return settingsOf(actor.workspaceId);
-    },
+    updateSettings: (
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      changes: Partial<Awaited<ReturnType<typeof settingsOf>>>,
+    ) => deps.settings.update(caller.workspaceId, 'credentials', changes),
 
     /** Operators: workspace keys per master key. */
     encryptionStatus: () => keys.status(),

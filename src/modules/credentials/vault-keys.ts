@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { type Db, inTransaction } from '../../db/transaction.ts';
 import {
   deriveWorkspaceKeys,
   EnvelopeError,
@@ -10,7 +11,7 @@ import {
   type WorkspaceKeys,
 } from '../../lib/crypto/envelope.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
-import type { CredentialsRepository } from './credentials.repository.ts';
+import { createCredentialsRepository } from './credentials.repository.ts';
 
 const DEV_KEY_FILE = 'encryption.key';
 
@@ -41,7 +42,8 @@ export function loadKeyring(options: { encryptionKey?: string; previousKeys: str
 }
 
 /** Per-workspace data keys: created on first use, unwrapped once, cached, and rotated. */
-export function createVaultKeys(repo: CredentialsRepository, keyring: Keyring) {
+export function createVaultKeys(db: Db, keyring: Keyring) {
+  const repo = createCredentialsRepository(db);
   // The data key never changes (rotation re-wraps it), so derived keys stay valid in cache.
   const cache = new LruCache<string, WorkspaceKeys>(10_000);
   const CACHE_MS = 60 * 60 * 1000;
@@ -99,7 +101,8 @@ export function createVaultKeys(repo: CredentialsRepository, keyring: Keyring) {
       let rotated = 0;
       if (retired.length === 0) return { rotated, failed: 0 };
       for (;;) {
-        const size = await repo.transaction(async (tx) => {
+        const size = await inTransaction(db, async (handle) => {
+          const tx = createCredentialsRepository(handle);
           const rows = await tx.lockKeysUnder(retired, failedIds, batchSize);
           for (const row of rows) {
             try {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { StringEnum, Timestamp } from '../../http/schemas.ts';
+import { Timestamp } from '../../http/schemas.ts';
+import { StringEnum } from '../../lib/typebox.ts';
 import type { SystemService } from './system.service.ts';
 
 const tags = ['System'];

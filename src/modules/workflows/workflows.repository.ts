@@ -1,8 +1,7 @@
-import { and, count, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
-import type { Db } from '../../db/client.ts';
-import { likePattern, PreparedVariants, toPage, totalCount, variantKey } from '../../db/queries.ts';
-import { agents, workflows } from '../../db/schema.ts';
-import type { WorkflowStatus } from '../../lib/statuses.ts';
+import { and, count, desc, eq, getTableColumns, ilike, or, sql } from 'drizzle-orm';
+import { likePattern, PreparedVariants, paginate, totalCount, variantKey } from '../../db/queries.ts';
+import { type WorkflowStatus, workflows } from '../../db/schema/workflows.ts';
+import type { Db } from '../../db/transaction.ts';
 
 export type WorkflowRow = typeof workflows.$inferSelect;
 export type NewWorkflow = Omit<typeof workflows.$inferInsert, 'id' | 'created_at' | 'updated_at'>;
@@ -16,9 +15,6 @@ export interface WorkflowFilter {
   limit: number;
   offset: number;
 }
-
-/** Positions in `agents` that name no agent of the workspace. */
-export type MissingAgents = { missing: number[] };
 
 /** Data access for workflows; every method is scoped by workspace id. */
 export function createWorkflowsRepository(db: Db) {
@@ -56,31 +52,11 @@ export function createWorkflowsRepository(db: Db) {
     };
   }, keyOf);
 
-  /**
-   * Checks that every agent id exists in the workspace and share-locks those agents
-   * until the transaction ends, so none can be deleted between the check and the write.
-   */
-  async function lockAgents(tx: Db, workspaceId: string, ids: string[]): Promise<MissingAgents | undefined> {
-    if (ids.length === 0) return undefined;
-    const found = await tx
-      .select({ id: agents.id })
-      .from(agents)
-      .where(and(eq(agents.workspace_id, workspaceId), inArray(agents.id, [...new Set(ids)])))
-      .for('share');
-    const present = new Set(found.map((row) => row.id));
-    const missing = ids.flatMap((id, index) => (present.has(id) ? [] : [index]));
-    return missing.length > 0 ? { missing } : undefined;
-  }
-
   return {
-    async insert(values: NewWorkflow): Promise<WorkflowRow | MissingAgents> {
-      return db.transaction(async (tx) => {
-        const missing = await lockAgents(tx, values.workspace_id, values.agents ?? []);
-        if (missing) return missing;
-        const [row] = await tx.insert(workflows).values(values).returning();
-        if (!row) throw new Error('workflow insert returned nothing');
-        return row;
-      });
+    async insert(values: NewWorkflow): Promise<WorkflowRow> {
+      const [row] = await db.insert(workflows).values(values).returning();
+      if (!row) throw new Error('workflow insert returned nothing');
+      return row;
     },
 
     async find(workspaceId: string, id: string): Promise<WorkflowRow | undefined> {
@@ -100,36 +76,39 @@ export function createWorkflowsRepository(db: Db) {
         offset: filter.offset,
       };
       const { page, count } = listStatements.get(filter);
-      return toPage(await page.execute(params), filter.offset, async () => {
+      return paginate(filter, await page.execute(params), async () => {
         const [result] = await count.execute(params);
         return result?.value ?? 0;
       });
     },
 
-    /**
-     * Applies `changes` to the locked current row; `merge` sees that row, so nested
-     * fields (the execution policy) merge without a lost update.
-     */
+    /** The current row, locked for update until the transaction ends. */
+    async findForUpdate(workspaceId: string, id: string): Promise<WorkflowRow | undefined> {
+      const [row] = await db.select().from(workflows).where(byId(workspaceId, id)).for('update');
+      return row;
+    },
+
     async update(
       workspaceId: string,
       id: string,
-      merge: (current: WorkflowRow) => WorkflowChanges,
-    ): Promise<WorkflowRow | MissingAgents | undefined> {
-      return db.transaction(async (tx) => {
-        const [current] = await tx.select().from(workflows).where(byId(workspaceId, id)).for('update');
-        if (!current) return undefined;
-        const changes = merge(current);
-        if (changes.agents) {
-          const missing = await lockAgents(tx, workspaceId, changes.agents);
-          if (missing) return missing;
-        }
-        const [row] = await tx
-          .update(workflows)
-          .set({ ...changes, updated_at: sql`now()` })
-          .where(byId(workspaceId, id))
-          .returning();
-        return row;
-      });
+      changes: WorkflowChanges,
+    ): Promise<WorkflowRow | undefined> {
+      const [row] = await db
+        .update(workflows)
+        .set({ ...changes, updated_at: sql`now()` })
+        .where(byId(workspaceId, id))
+        .returning();
+      return row;
+    },
+
+    /** Takes an agent out of every workflow of the workspace that lists it. */
+    async removeAgent(workspaceId: string, agentId: string): Promise<void> {
+      await db
+        .update(workflows)
+        .set({ agents: sql`array_remove(${workflows.agents}, ${agentId}::uuid)`, updated_at: sql`now()` })
+        .where(
+          and(eq(workflows.workspace_id, workspaceId), sql`${workflows.agents} @> ARRAY[${agentId}]::uuid[]`),
+        );
     },
 
     async delete(workspaceId: string, id: string): Promise<boolean> {

@@ -29,10 +29,7 @@ export const workflowsRoutes: FastifyPluginAsyncTypebox<{ workflows: WorkflowsSe
         response: { 200: WorkflowPage },
       },
     },
-    async (request) => {
-      const page = await workflows.list(request.caller, request.query);
-      return { ...page, limit: request.query.limit, offset: request.query.offset };
-    },
+    async (request) => workflows.list(request.caller, request.query),
   );
 
   app.get(

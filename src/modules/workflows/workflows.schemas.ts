@@ -1,24 +1,9 @@
 import { Type } from 'typebox';
-import { Page, PageQuery, StringEnum, Tags, Timestamp, ToolRef, Uuid } from '../../http/schemas.ts';
-import { WORKFLOW_STATUSES } from '../../lib/statuses.ts';
+import { ToolRefSchema } from '../../db/schema/agents.ts';
+import { ExecutionPolicySchema, WorkflowStatusSchema } from '../../db/schema/workflows.ts';
+import { Page, PageQuery, Tags, Timestamp, Uuid } from '../../http/schemas.ts';
 
-const policyFields = {
-  mode: StringEnum(['sequential', 'parallel'] as const, { description: 'how the agents run' }),
-  error_handling: StringEnum(['stop', 'continue', 'retry'] as const, {
-    description: 'what a failed step does',
-  }),
-  max_retries: Type.Integer({
-    minimum: 0,
-    maximum: 10,
-    description: 'retries per step when error_handling is retry',
-  }),
-  timeout_seconds: Type.Integer({ minimum: 1, maximum: 86_400, description: 'whole-run timeout' }),
-};
-
-export const ExecutionPolicySchema = Type.Object(policyFields);
-
-/** Any subset of the policy; omitted fields keep their current (or default) values. */
-export const ExecutionPolicyInput = Type.Partial(Type.Object(policyFields), { additionalProperties: false });
+export const ExecutionPolicyInput = Type.Partial(ExecutionPolicySchema, { additionalProperties: false });
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -28,9 +13,9 @@ const fields = {
     Type.Null(),
   ]),
   agents: Type.Array(Uuid(), { maxItems: 50, description: 'ordered agent ids of this workspace' }),
-  tools: Type.Array(ToolRef, { maxItems: 100 }),
+  tools: Type.Array(ToolRefSchema, { maxItems: 100 }),
   context_template: Type.Record(Type.String(), Type.Unknown()),
-  status: StringEnum(WORKFLOW_STATUSES),
+  status: WorkflowStatusSchema,
   is_template: Type.Boolean(),
   tags: Tags(),
 };
@@ -70,7 +55,7 @@ export const ListWorkflowsQuery = Type.Object({
   q: Type.Optional(
     Type.String({ maxLength: 255, description: 'case-insensitive match on name and description' }),
   ),
-  status: Type.Optional(StringEnum(WORKFLOW_STATUSES)),
+  status: Type.Optional(WorkflowStatusSchema),
   tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   is_template: Type.Optional(Type.Boolean()),
   ...PageQuery,

@@ -1,17 +1,14 @@
-import { AppError, notFound } from '../../errors.ts';
-import type {
-  MissingAgents,
-  NewWorkflow,
-  WorkflowChanges,
-  WorkflowFilter,
-  WorkflowRow,
-  WorkflowsRepository,
+import type { Caller } from '../../caller.ts';
+import { type Db, inTransaction } from '../../db/transaction.ts';
+import { type AppError, invalidFields, notFound } from '../../errors.ts';
+import type { AgentsService } from '../agents/agents.service.ts';
+import {
+  createWorkflowsRepository,
+  type NewWorkflow,
+  type WorkflowChanges,
+  type WorkflowFilter,
+  type WorkflowRow,
 } from './workflows.repository.ts';
-
-export interface WorkflowActor {
-  userId: string;
-  workspaceId: string;
-}
 
 type Policy = WorkflowRow['execution_policy'];
 
@@ -31,57 +28,82 @@ export type UpdateWorkflowInput = Omit<WorkflowChanges, 'execution_policy'> & {
   execution_policy?: Partial<Policy>;
 };
 
+/** What workflows need from other modules, inside their own transactions. */
+export interface WorkflowsDependencies {
+  /** Referenced agents stay share-locked until the workflow's write commits. */
+  agents: Pick<AgentsService, 'lockExisting'>;
+}
+
 /** Workflows: ordered agents, tools and a policy that together pursue a goal. */
-export function createWorkflowsService(repo: WorkflowsRepository) {
+export function createWorkflowsService(db: Db, deps: WorkflowsDependencies) {
+  const repo = createWorkflowsRepository(db);
+
+  /** Fails the transaction when an agent id names no agent of the workspace. */
+  async function checkAgents(tx: Db, workspaceId: string, agentIds: string[]): Promise<void> {
+    const missing = await deps.agents.lockExisting(tx, workspaceId, agentIds);
+    if (missing.length > 0) throw missingAgentsError(missing, agentIds);
+  }
+
   return {
-    async create(actor: WorkflowActor, input: CreateWorkflowInput) {
-      const result = await repo.insert({
-        ...input,
-        execution_policy: { ...DEFAULT_EXECUTION_POLICY, ...input.execution_policy },
-        workspace_id: actor.workspaceId,
-        created_by: actor.userId,
+    async create(caller: Pick<Caller, 'userId' | 'workspaceId'>, input: CreateWorkflowInput) {
+      return inTransaction(db, async (tx) => {
+        await checkAgents(tx, caller.workspaceId, input.agents ?? []);
+        return createWorkflowsRepository(tx).insert({
+          ...input,
+          execution_policy: { ...DEFAULT_EXECUTION_POLICY, ...input.execution_policy },
+          workspace_id: caller.workspaceId,
+          created_by: caller.userId,
+        });
       });
-      if ('missing' in result) throw missingAgentsError(result, input.agents ?? []);
-      return result;
     },
 
-    async get(actor: WorkflowActor, id: string) {
-      const workflow = await repo.find(actor.workspaceId, id);
+    async get(caller: Pick<Caller, 'userId' | 'workspaceId'>, id: string) {
+      const workflow = await repo.find(caller.workspaceId, id);
       if (!workflow) throw notFound('workflow', id);
       return workflow;
     },
 
-    list: (actor: WorkflowActor, filter: WorkflowFilter) => repo.list(actor.workspaceId, filter),
+    list: (caller: Pick<Caller, 'userId' | 'workspaceId'>, filter: WorkflowFilter) =>
+      repo.list(caller.workspaceId, filter),
 
-    /** Partial update; a partial execution_policy merges into the current one. */
-    async update(actor: WorkflowActor, id: string, input: UpdateWorkflowInput) {
+    /**
+     * Partial update on the locked current row; a partial execution_policy merges into the
+     * current one without a lost update.
+     */
+    async update(caller: Pick<Caller, 'userId' | 'workspaceId'>, id: string, input: UpdateWorkflowInput) {
       const { execution_policy: policy, ...rest } = input;
-      const result = await repo.update(actor.workspaceId, id, (current) => ({
-        ...rest,
-        ...(policy ? { execution_policy: { ...current.execution_policy, ...policy } } : {}),
-      }));
-      if (!result) throw notFound('workflow', id);
-      if ('missing' in result) throw missingAgentsError(result, input.agents ?? []);
-      return result;
+      return inTransaction(db, async (tx) => {
+        const txRepo = createWorkflowsRepository(tx);
+        const current = await txRepo.findForUpdate(caller.workspaceId, id);
+        if (!current) throw notFound('workflow', id);
+        if (rest.agents) await checkAgents(tx, caller.workspaceId, rest.agents);
+        const changes = {
+          ...rest,
+          ...(policy ? { execution_policy: { ...current.execution_policy, ...policy } } : {}),
+        };
+        const updated = await txRepo.update(caller.workspaceId, id, changes);
+        if (!updated) throw notFound('workflow', id);
+        return updated;
+      });
     },
 
-    async delete(actor: WorkflowActor, id: string) {
-      if (!(await repo.delete(actor.workspaceId, id))) throw notFound('workflow', id);
+    async delete(caller: Pick<Caller, 'userId' | 'workspaceId'>, id: string) {
+      if (!(await repo.delete(caller.workspaceId, id))) throw notFound('workflow', id);
     },
+
+    /** For agents, inside their delete transaction: the agent leaves every workflow. */
+    removeAgent: (tx: Db, workspaceId: string, agentId: string) =>
+      createWorkflowsRepository(tx).removeAgent(workspaceId, agentId),
   };
 }
 
 export type WorkflowsService = ReturnType<typeof createWorkflowsService>;
 
-function missingAgentsError(result: MissingAgents, agentIds: string[]): AppError {
-  const errors = result.missing.map((index) => ({
-    field: `body.agents.${index}`,
-    message: `agent ${agentIds[index]} does not exist in this workspace`,
-  }));
-  return new AppError(
-    400,
-    'validation_failed',
-    errors.map((e) => `${e.field}: ${e.message}`).join('; '),
-    errors,
+function missingAgentsError(missing: number[], agentIds: string[]): AppError {
+  return invalidFields(
+    missing.map((index) => ({
+      field: `body.agents.${index}`,
+      message: `agent ${agentIds[index]} does not exist in this workspace`,
+    })),
   );
 }

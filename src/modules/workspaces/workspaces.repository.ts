@@ -1,13 +1,19 @@
-import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
-import type { Db } from '../../db/client.ts';
-import { apiKeys, tenants, workspaceMembers, workspaces } from '../../db/schema.ts';
-import type { Role } from '../../lib/roles.ts';
+import { and, asc, count, desc, eq, getTableColumns, sql } from 'drizzle-orm';
+import { type PageRequest, paginate, totalCount } from '../../db/queries.ts';
+import { apiKeys, type Role, tenants, workspaceMembers, workspaces } from '../../db/schema/workspaces.ts';
+import type { Db } from '../../db/transaction.ts';
+
+/** The roles vocabulary, for the service (which imports no db/ file but transaction.ts). */
+export type { Role } from '../../db/schema/workspaces.ts';
 
 export type MemberRow = typeof workspaceMembers.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
 /** Data access for tenants, workspaces, members and API keys. */
 export function createWorkspacesRepository(db: Db) {
+  const memberKey = (workspaceId: string, userId: string) =>
+    and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.user_id, userId));
+
   return {
     /** The caller's role and tenant in one round trip; undefined when not a member. */
     async findMembership(workspaceId: string, userId: string) {
@@ -52,45 +58,38 @@ export function createWorkspacesRepository(db: Db) {
         .orderBy(asc(workspaces.created_at), asc(workspaces.id));
     },
 
-    /** Creates a tenant with one workspace owned by `ownerId`, atomically. */
-    async createTenantWithWorkspace(input: { tenantName: string; workspaceName: string; ownerId: string }) {
-      return db.transaction(async (tx) => {
-        const [tenant] = await tx.insert(tenants).values({ name: input.tenantName }).returning();
-        if (!tenant) throw new Error('tenant insert returned nothing');
-        const [workspace] = await tx
-          .insert(workspaces)
-          .values({ tenant_id: tenant.id, name: input.workspaceName })
-          .returning();
-        if (!workspace) throw new Error('workspace insert returned nothing');
-        await tx
-          .insert(workspaceMembers)
-          .values({ workspace_id: workspace.id, user_id: input.ownerId, role: 'owner' });
-        return { ...workspace, tenant_name: tenant.name };
+    async insertTenant(name: string) {
+      const [tenant] = await db.insert(tenants).values({ name }).returning();
+      if (!tenant) throw new Error('tenant insert returned nothing');
+      return tenant;
+    },
+
+    async insertWorkspace(tenantId: string, name: string) {
+      const [workspace] = await db.insert(workspaces).values({ tenant_id: tenantId, name }).returning();
+      if (!workspace) throw new Error('workspace insert returned nothing');
+      return workspace;
+    },
+
+    /** Oldest member first. */
+    async listMembers(workspaceId: string, page: PageRequest) {
+      const where = eq(workspaceMembers.workspace_id, workspaceId);
+      const rows = await db
+        .select({ ...getTableColumns(workspaceMembers), total: totalCount() })
+        .from(workspaceMembers)
+        .where(where)
+        .orderBy(asc(workspaceMembers.created_at), asc(workspaceMembers.user_id))
+        .limit(page.limit)
+        .offset(page.offset);
+      return paginate(page, rows, async () => {
+        const [result] = await db.select({ value: count() }).from(workspaceMembers).where(where);
+        return result?.value ?? 0;
       });
     },
 
-    async listMembers(workspaceId: string, page: { limit: number; offset: number }) {
-      const [items, [total]] = await Promise.all([
-        db
-          .select()
-          .from(workspaceMembers)
-          .where(eq(workspaceMembers.workspace_id, workspaceId))
-          .orderBy(asc(workspaceMembers.created_at), asc(workspaceMembers.user_id))
-          .limit(page.limit)
-          .offset(page.offset),
-        db
-          .select({ value: count() })
-          .from(workspaceMembers)
-          .where(eq(workspaceMembers.workspace_id, workspaceId)),
-      ]);
-      return { items, total: total?.value ?? 0 };
-    },
-
-    async findMember(workspaceId: string, userId: string) {
-      const [row] = await db
-        .select()
-        .from(workspaceMembers)
-        .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.user_id, userId)));
+    /** One member; `lock` takes the row lock until the transaction ends. */
+    async findMember(workspaceId: string, userId: string, lock = false) {
+      const query = db.select().from(workspaceMembers).where(memberKey(workspaceId, userId));
+      const [row] = lock ? await query.for('update') : await query;
       return row;
     },
 
@@ -104,44 +103,27 @@ export function createWorkspacesRepository(db: Db) {
       return row;
     },
 
-    /**
-     * Changes a role or removes a member, unless that leaves the workspace without an
-     * owner. The owners are locked first so two concurrent demotions cannot both pass.
-     */
-    async changeMember(
-      workspaceId: string,
-      userId: string,
-      change: { role: Role } | { remove: true },
-    ): Promise<MemberRow | 'not_found' | 'last_owner' | 'removed'> {
-      return db.transaction(async (tx) => {
-        const owners = await tx
-          .select({ user_id: workspaceMembers.user_id })
-          .from(workspaceMembers)
-          .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.role, 'owner')))
-          .for('update');
-        const [current] = await tx
-          .select()
-          .from(workspaceMembers)
-          .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.user_id, userId)))
-          .for('update');
-        if (!current) return 'not_found';
-        const losesOwner = current.role === 'owner' && ('remove' in change || change.role !== 'owner');
-        if (losesOwner && owners.length <= 1) return 'last_owner';
-        const where = and(
-          eq(workspaceMembers.workspace_id, workspaceId),
-          eq(workspaceMembers.user_id, userId),
-        );
-        if ('remove' in change) {
-          await tx.delete(workspaceMembers).where(where);
-          return 'removed';
-        }
-        const [row] = await tx
-          .update(workspaceMembers)
-          .set({ role: change.role, updated_at: sql`now()` })
-          .where(where)
-          .returning();
-        return row ?? 'not_found';
-      });
+    /** Locks the workspace's owners until the transaction ends and returns their ids. */
+    async lockOwners(workspaceId: string): Promise<string[]> {
+      const owners = await db
+        .select({ user_id: workspaceMembers.user_id })
+        .from(workspaceMembers)
+        .where(and(eq(workspaceMembers.workspace_id, workspaceId), eq(workspaceMembers.role, 'owner')))
+        .for('update');
+      return owners.map((owner) => owner.user_id);
+    },
+
+    async updateMemberRole(workspaceId: string, userId: string, role: Role) {
+      const [row] = await db
+        .update(workspaceMembers)
+        .set({ role, updated_at: sql`now()` })
+        .where(memberKey(workspaceId, userId))
+        .returning();
+      return row;
+    },
+
+    async deleteMember(workspaceId: string, userId: string): Promise<void> {
+      await db.delete(workspaceMembers).where(memberKey(workspaceId, userId));
     },
 
     async insertApiKey(values: typeof apiKeys.$inferInsert) {
@@ -150,18 +132,20 @@ export function createWorkspacesRepository(db: Db) {
       return row;
     },
 
-    async listApiKeys(workspaceId: string, page: { limit: number; offset: number }) {
-      const [items, [total]] = await Promise.all([
-        db
-          .select()
-          .from(apiKeys)
-          .where(eq(apiKeys.workspace_id, workspaceId))
-          .orderBy(desc(apiKeys.created_at), desc(apiKeys.id))
-          .limit(page.limit)
-          .offset(page.offset),
-        db.select({ value: count() }).from(apiKeys).where(eq(apiKeys.workspace_id, workspaceId)),
-      ]);
-      return { items, total: total?.value ?? 0 };
+    /** Newest key first. */
+    async listApiKeys(workspaceId: string, page: PageRequest) {
+      const where = eq(apiKeys.workspace_id, workspaceId);
+      const rows = await db
+        .select({ ...getTableColumns(apiKeys), total: totalCount() })
+        .from(apiKeys)
+        .where(where)
+        .orderBy(desc(apiKeys.created_at), desc(apiKeys.id))
+        .limit(page.limit)
+        .offset(page.offset);
+      return paginate(page, rows, async () => {
+        const [result] = await db.select({ value: count() }).from(apiKeys).where(where);
+        return result?.value ?? 0;
+      });
     },
 
     async findApiKeyByHash(keyHash: string) {

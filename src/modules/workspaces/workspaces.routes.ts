@@ -81,10 +81,7 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
         response: { 200: MemberPage },
       },
     },
-    async (request) => ({
-      ...(await workspaces.listMembers(request.caller, request.query)),
-      ...request.query,
-    }),
+    async (request) => workspaces.listMembers(request.caller, request.query),
   );
 
   app.post(
@@ -153,10 +150,7 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
         response: { 200: ApiKeyPage },
       },
     },
-    async (request) => ({
-      ...(await workspaces.listApiKeys(request.caller, request.query)),
-      ...request.query,
-    }),
+    async (request) => workspaces.listApiKeys(request.caller, request.query),
   );
 
   app.post(

@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
-import { DateTime, Page, PageQuery, StringEnum, Timestamp, Uuid } from '../../http/schemas.ts';
-import { ROLES } from '../../lib/roles.ts';
-
-const RoleSchema = StringEnum(ROLES, { description: 'owner > admin > member > viewer' });
+import { RoleSchema } from '../../db/schema/workspaces.ts';
+import { DateTime, Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
+import { StringEnum } from '../../lib/typebox.ts';
 
 const TenantRef = Type.Object({ id: Uuid(), name: Type.String() });
 

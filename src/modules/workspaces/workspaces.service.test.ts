@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../../tests/helpers/test-app.ts';
-import { createWorkspacesRepository } from './workspaces.repository.ts';
 import { createWorkspacesService } from './workspaces.service.ts';
 
 let t: TestApp;
@@ -39,7 +38,7 @@ describe('workspaces service', () => {
 
   it('refuses a cached API key once it expires, by the clock', async () => {
     let now = new Date();
-    const service = createWorkspacesService(createWorkspacesRepository(t.database.db), () => now);
+    const service = createWorkspacesService(t.database.db, () => now);
     const workspace = await service.createWorkspace('keeper', { name: 'keys' });
     const actor = { userId: 'keeper', workspaceId: workspace.id, role: 'owner' as const };
     const expiresAt = new Date(now.getTime() + 60_000);

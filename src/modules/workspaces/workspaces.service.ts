@@ -1,15 +1,15 @@
-import { AppError, conflict, forbidden, notFound } from '../../errors.ts';
+import type { Caller } from '../../caller.ts';
+import { type Db, inTransaction } from '../../db/transaction.ts';
+import { type AppError, conflict, forbidden, invalid, notFound } from '../../errors.ts';
 import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
-import type { Role } from '../../lib/roles.ts';
-import type { ApiKeyRow, MemberRow, WorkspacesRepository } from './workspaces.repository.ts';
-
-/** The acting member, as the auth layer established it. */
-export interface Actor {
-  userId: string;
-  workspaceId: string;
-  role: Role;
-}
+import {
+  type ApiKeyRow,
+  createWorkspacesRepository,
+  type MemberRow,
+  type Role,
+  type WorkspacesRepository,
+} from './workspaces.repository.ts';
 
 interface Page {
   limit: number;
@@ -27,12 +27,48 @@ const API_KEY_TOUCH_INTERVAL_MS = 60_000;
 export const ACCESS_CACHE_TTL_MS = 5_000;
 
 /** Tenancy: workspaces, their members and roles, and API keys. */
-export function createWorkspacesService(repo: WorkspacesRepository, clock: () => Date = () => new Date()) {
+export function createWorkspacesService(db: Db, clock: () => Date = () => new Date()) {
+  const repo = createWorkspacesRepository(db);
   const memberships = new LruCache<string, { tenantId: string; role: Role }>(50_000, () => clock().getTime());
   const keys = new LruCache<string, ApiKeyRow>(10_000, () => clock().getTime());
   const membershipKey = (workspaceId: string, userId: string) => `${workspaceId}\u0000${userId}`;
   const forget = (workspaceId: string, userId: string) =>
     memberships.delete(membershipKey(workspaceId, userId));
+
+  /** Creates a tenant with one workspace owned by `ownerId`, atomically. */
+  function createTenantWithWorkspace(input: { tenantName: string; workspaceName: string; ownerId: string }) {
+    return inTransaction(db, async (tx) => {
+      const txRepo = createWorkspacesRepository(tx);
+      const tenant = await txRepo.insertTenant(input.tenantName);
+      const workspace = await txRepo.insertWorkspace(tenant.id, input.workspaceName);
+      await txRepo.insertMember(workspace.id, input.ownerId, 'owner');
+      return { ...workspace, tenant_name: tenant.name };
+    });
+  }
+
+  /**
+   * Changes a role or removes a member, unless that leaves the workspace without an
+   * owner. The owners are locked first so two concurrent demotions cannot both pass.
+   */
+  function changeMember(
+    workspaceId: string,
+    userId: string,
+    change: { role: Role } | { remove: true },
+  ): Promise<MemberRow | 'not_found' | 'last_owner' | 'removed'> {
+    return inTransaction(db, async (tx) => {
+      const txRepo = createWorkspacesRepository(tx);
+      const owners = await txRepo.lockOwners(workspaceId);
+      const current = await txRepo.findMember(workspaceId, userId, true);
+      if (!current) return 'not_found';
+      const losesOwner = current.role === 'owner' && ('remove' in change || change.role !== 'owner');
+      if (losesOwner && owners.length <= 1) return 'last_owner';
+      if ('remove' in change) {
+        await txRepo.deleteMember(workspaceId, userId);
+        return 'removed';
+      }
+      return (await txRepo.updateMemberRole(workspaceId, userId, change.role)) ?? 'not_found';
+    });
+  }
 
   return {
     async findMembership(workspaceId: string, userId: string) {
@@ -67,16 +103,16 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
       return { workspaceId: row.workspace_id };
     },
 
-    async getCurrent(actor: Actor) {
-      const workspace = await repo.findWorkspace(actor.workspaceId);
-      if (!workspace) throw notFound('workspace', actor.workspaceId);
+    async getCurrent(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>) {
+      const workspace = await repo.findWorkspace(caller.workspaceId);
+      if (!workspace) throw notFound('workspace', caller.workspaceId);
       return {
         id: workspace.id,
         name: workspace.name,
         created_at: workspace.created_at,
         tenant: { id: workspace.tenant_id, name: workspace.tenant_name },
-        role: actor.role,
-        user_id: actor.userId,
+        role: caller.role,
+        user_id: caller.userId,
       };
     },
 
@@ -93,7 +129,7 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
 
     /** Creates a new tenant and workspace owned by the caller (self-service sign-up). */
     async createWorkspace(userId: string, input: { name: string; tenant_name?: string }) {
-      const created = await repo.createTenantWithWorkspace({
+      const created = await createTenantWithWorkspace({
         tenantName: input.tenant_name ?? input.name,
         workspaceName: input.name,
         ownerId: userId,
@@ -114,7 +150,7 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
     async ensureDefaultWorkspace(userId: string) {
       const [existing] = await repo.listWorkspacesOfUser(userId);
       if (existing) return { id: existing.id, tenant_id: existing.tenant_id };
-      const created = await repo.createTenantWithWorkspace({
+      const created = await createTenantWithWorkspace({
         tenantName: 'Default tenant',
         workspaceName: 'Default workspace',
         ownerId: userId,
@@ -122,63 +158,68 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
       return { id: created.id, tenant_id: created.tenant_id };
     },
 
-    listMembers: (actor: Actor, page: Page) => repo.listMembers(actor.workspaceId, page),
+    listMembers: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, page: Page) =>
+      repo.listMembers(caller.workspaceId, page),
 
-    async addMember(actor: Actor, input: { user_id: string; role: Role }) {
-      assertMayAssign(actor, input.role);
-      const row = await repo.insertMember(actor.workspaceId, input.user_id, input.role);
+    async addMember(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>,
+      input: { user_id: string; role: Role },
+    ) {
+      assertMayAssign(caller, input.role);
+      const row = await repo.insertMember(caller.workspaceId, input.user_id, input.role);
       if (!row)
         throw conflict('member_exists', `user ${input.user_id} is already a member of this workspace`);
       return row;
     },
 
-    async changeRole(actor: Actor, userId: string, role: Role) {
-      assertMayAssign(actor, role);
-      const target = await repo.findMember(actor.workspaceId, userId);
+    async changeRole(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, userId: string, role: Role) {
+      assertMayAssign(caller, role);
+      const target = await repo.findMember(caller.workspaceId, userId);
       if (!target) throw notFound('member', userId);
-      assertMayAssign(actor, target.role);
-      const result = await repo.changeMember(actor.workspaceId, userId, { role });
-      forget(actor.workspaceId, userId);
+      assertMayAssign(caller, target.role);
+      const result = await changeMember(caller.workspaceId, userId, { role });
+      forget(caller.workspaceId, userId);
       if (typeof result === 'string') throw memberError(result, userId);
       return result;
     },
 
-    async removeMember(actor: Actor, userId: string) {
-      const target = await repo.findMember(actor.workspaceId, userId);
+    async removeMember(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, userId: string) {
+      const target = await repo.findMember(caller.workspaceId, userId);
       if (!target) throw notFound('member', userId);
-      assertMayAssign(actor, target.role);
-      const result = await repo.changeMember(actor.workspaceId, userId, { remove: true });
-      forget(actor.workspaceId, userId);
+      assertMayAssign(caller, target.role);
+      const result = await changeMember(caller.workspaceId, userId, { remove: true });
+      forget(caller.workspaceId, userId);
       if (result !== 'removed') throw memberError(result, userId);
     },
 
     /** Creates a key; the only time the full key is ever returned. */
-    async createApiKey(actor: Actor, input: { name: string; expires_at?: string }) {
+    async createApiKey(
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>,
+      input: { name: string; expires_at?: string },
+    ) {
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
       if (expiresAt && expiresAt <= clock()) {
-        throw new AppError(400, 'validation_failed', 'body.expires_at must be in the future', [
-          { field: 'body.expires_at', message: 'must be in the future' },
-        ]);
+        throw invalid('body.expires_at', 'must be in the future');
       }
       const minted = mintApiKey();
       const row = await repo.insertApiKey({
-        workspace_id: actor.workspaceId,
+        workspace_id: caller.workspaceId,
         name: input.name,
         prefix: minted.prefix,
         key_hash: minted.hash,
-        created_by: actor.userId,
+        created_by: caller.userId,
         expires_at: expiresAt,
       });
       return { ...presentApiKey(row), key: minted.key };
     },
 
-    async listApiKeys(actor: Actor, page: Page) {
-      const { items, total } = await repo.listApiKeys(actor.workspaceId, page);
-      return { items: items.map(presentApiKey), total };
+    async listApiKeys(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, page: Page) {
+      const keysPage = await repo.listApiKeys(caller.workspaceId, page);
+      return { ...keysPage, items: keysPage.items.map(presentApiKey) };
     },
 
-    async revokeApiKey(actor: Actor, id: string) {
-      const row = await repo.revokeApiKey(actor.workspaceId, id);
+    async revokeApiKey(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, id: string) {
+      const row = await repo.revokeApiKey(caller.workspaceId, id);
       if (!row) throw notFound('api key', id);
       keys.delete(row.key_hash);
     },
@@ -188,8 +229,8 @@ export function createWorkspacesService(repo: WorkspacesRepository, clock: () =>
 export type WorkspacesService = ReturnType<typeof createWorkspacesService>;
 
 /** Only owners may grant, change or take away the owner role. */
-function assertMayAssign(actor: Actor, role: Role): void {
-  if (role === 'owner' && actor.role !== 'owner') {
+function assertMayAssign(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, role: Role): void {
+  if (role === 'owner' && caller.role !== 'owner') {
     throw forbidden('insufficient_role', 'only an owner can grant, change or remove the owner role');
   }
 }

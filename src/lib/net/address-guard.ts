@@ -8,7 +8,10 @@ interface Range {
   prefix: number;
 }
 
-/** Where a connection test may go; set per workspace. */
+/**
+ * Where an outbound connection to an address a user chose may go: connection tests today,
+ * LLM base URLs, URL sources and webhooks next. The caller decides the policy (per workspace).
+ */
 export interface AddressPolicy {
   /**
    * Also refuse loopback, RFC 1918, CGNAT, unique-local and link-local IPv6 ranges. On by default

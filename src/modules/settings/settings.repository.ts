@@ -1,0 +1,36 @@
+import { and, eq, like, sql } from 'drizzle-orm';
+import { workspaceSettings } from '../../db/schema/settings.ts';
+import type { Db } from '../../db/transaction.ts';
+
+/** The namespaces and their types, for the service (which imports no db/ file but transaction.ts). */
+export {
+  SETTINGS_NAMESPACES,
+  type Settings,
+  type SettingsNamespace,
+} from '../../db/schema/settings.ts';
+
+/** Data access for per-workspace settings, stored as JSON values under dotted keys. */
+export function createSettingsRepository(db: Db) {
+  return {
+    /** The stored values whose keys start with `prefix` (a namespace and a dot), by key. */
+    async list(workspaceId: string, prefix: string): Promise<Record<string, unknown>> {
+      const rows = await db
+        .select({ key: workspaceSettings.key, value: workspaceSettings.value })
+        .from(workspaceSettings)
+        .where(
+          and(eq(workspaceSettings.workspace_id, workspaceId), like(workspaceSettings.key, `${prefix}%`)),
+        );
+      return Object.fromEntries(rows.map((row) => [row.key, row.value]));
+    },
+
+    async put(workspaceId: string, key: string, value: unknown): Promise<void> {
+      await db
+        .insert(workspaceSettings)
+        .values({ workspace_id: workspaceId, key, value })
+        .onConflictDoUpdate({
+          target: [workspaceSettings.workspace_id, workspaceSettings.key],
+          set: { value, updated_at: sql`now()` },
+        });
+    },
+  };
+}
