@@ -137,15 +137,16 @@ describe('a secret cannot be sent elsewhere by someone who cannot read it', () =
     attacker.received.length = 0;
   });
 
-  it('derives the destination from the type: host and port of a database credential, base_url of an AI one', async () => {
+  it('derives the destination from the type: host, port and TLS of a database credential, base_url of an AI one', async () => {
     const pg = await call(owner, 'POST', '/api/credentials', {
       name: `pg-${counter++}`,
       credential_type_id: types.postgres_credentials,
-      data: { host: '127.0.0.1', database: 'postgres', username: 'postgres', password: CANARY },
+      data: { host: '127.0.0.1', database: 'postgres', username: 'postgres', password: CANARY, ssl: true },
     });
     expect(pg.statusCode, pg.body).toBe(201);
     const pgId = pg.json().id;
-    for (const data of [{ host: 'evil.example' }, { port: 5433 }]) {
+    // Turning TLS off sends the password in clear text: a redirect of how it travels.
+    for (const data of [{ host: 'evil.example' }, { port: 5433 }, { ssl: false }]) {
       const refused = await call(member, 'PUT', `/api/credentials/${pgId}`, { data });
       expect(refused.statusCode, refused.body).toBe(403);
       expect(refused.json().errors[0].field).toBe('body.data.password');

@@ -58,25 +58,27 @@ const ALWAYS_SECRET_FIELDS = [
   'token',
 ];
 
-/** The fields each socket-level probe dials: where it sends the credential's secrets. */
+/**
+ * The fields each socket-level probe dials (where it sends the credential's secrets) and its
+ * TLS switch (whether they travel encrypted): turning TLS off is redirecting them too.
+ */
 const DIALED_FIELDS: Partial<Record<TestKind, string[]>> = {
-  postgres: ['host', 'port'],
-  redis: ['host', 'port'],
+  postgres: ['host', 'port', 'ssl'],
+  redis: ['host', 'port', 'tls'],
 };
 
 /**
- * The fields of a credential whose values decide where its connection test sends the secrets:
- * the fields a socket probe dials, and every `{{field}}` placeholder of an HTTP probe's URL
- * (scheme, host, port and path all come from them). Only fields the type defines count.
+ * The fields of a credential whose values decide where (and how) its connection test sends the
+ * secrets: the fields a socket probe dials with its TLS switch, and every `{{field}}` placeholder
+ * of an HTTP probe's URL (scheme, host, port and path all come from them). Only fields the type
+ * defines count.
  */
 export function destinationFields(
   kind: TestKind,
   fieldNames: readonly string[],
   endpointUrl?: string,
 ): string[] {
-  const placeholders = [...(endpointUrl ?? '').matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)].map(
-    (match) => match[1] as string,
-  );
+  const placeholders = [...(endpointUrl ?? '').matchAll(PLACEHOLDER)].map((match) => match[1] as string);
   const candidates = new Set([...(DIALED_FIELDS[kind] ?? []), ...(kind === 'http' ? placeholders : [])]);
   return fieldNames.filter((name) => candidates.has(name));
 }

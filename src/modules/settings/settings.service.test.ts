@@ -18,7 +18,7 @@ describe('settings service', () => {
     expect(defaults).toEqual({
       environment_lookup: false,
       archive_audit_on_delete: true,
-      refuse_private_networks: false,
+      refuse_private_networks: true,
     });
     await settings.update(a.workspaceId, 'credentials', { environment_lookup: true });
     const updated = await settings.update(a.workspaceId, 'credentials', { archive_audit_on_delete: false });
