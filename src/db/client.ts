@@ -8,6 +8,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { acquireDirectoryLock, type DirectoryLock } from './lock.ts';
+import { PgliteGate } from './pglite-gate.ts';
 import * as schema from './schema.ts';
 
 /** The query interface shared by both engines and by their transactions. */
@@ -68,7 +69,8 @@ export async function openDatabase(
   const lock = acquireDirectoryLock(config.dataDir, lockInfo);
   try {
     const pglite = await PGlite.create(pgliteDirectory(config.dataDir));
-    const db = drizzlePglite(pglite, { schema }) as unknown as Db;
+    const gate = new PgliteGate({ timeoutMs: config.queueTimeoutMs, maxQueue: config.queueMax });
+    const db = drizzlePglite(gated(pglite, gate), { schema }) as unknown as Db;
     return {
       db,
       kind: 'pglite',
@@ -89,4 +91,20 @@ export async function openDatabase(
     lock.release();
     throw error;
   }
+}
+
+/**
+ * The PGlite instance as drizzle sees it: its entry points (query, exec, transaction)
+ * pass through the gate, so a caller waits a bounded time in a fair line instead of
+ * PGlite's unbounded one. A transaction holds the gate from BEGIN to COMMIT, and the
+ * statements inside it go through its own handle, not these entry points, so nothing
+ * from outside runs in the middle of it (PGlite's own transaction mutex also ensures that).
+ * Migrations use the raw instance before the service takes requests.
+ */
+function gated(pglite: PGlite, gate: PgliteGate): PGlite {
+  const facade = Object.create(pglite) as PGlite;
+  facade.query = (query, params, options) => gate.run(() => pglite.query(query, params, options));
+  facade.exec = (query, options) => gate.run(() => pglite.exec(query, options));
+  facade.transaction = (callback) => gate.run(() => pglite.transaction(callback));
+  return facade;
 }
