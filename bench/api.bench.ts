@@ -13,7 +13,8 @@
  *   authenticated requests and two seconds of idling.
  *
  * Prints one markdown table and exits 0. BENCH_SECONDS (per route, default 10),
- * BENCH_CONNECTIONS (default 50) and BENCH_ENGINES (default `postgres,pglite`) tune it.
+ * BENCH_CONNECTIONS (default 50), BENCH_ENGINES (default `postgres,pglite`) and BENCH_PARTS
+ * (default `routes,lifecycle`) tune it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -244,7 +245,7 @@ async function benchLifecycle(env: NodeJS.ProcessEnv & { DATA_DIR: string }): Pr
 
 interface EngineResult {
   routes: Map<string, Load>;
-  lifecycle: Lifecycle;
+  lifecycle?: Lifecycle;
 }
 
 async function benchEngine(engine: 'postgres' | 'pglite'): Promise<EngineResult | undefined> {
@@ -254,16 +255,18 @@ async function benchEngine(engine: 'postgres' | 'pglite'): Promise<EngineResult 
       process.stderr.write('PostgreSQL not reachable: skipping its column\n');
       return undefined;
     }
-    let routes: Map<string, Load>;
+    let routes = new Map<string, Load>();
     try {
-      routes = await benchRoutes(routesDb.env);
+      if (parts.includes('routes')) routes = await benchRoutes(routesDb.env);
     } finally {
       await routesDb.drop();
     }
     const startDb = await createBenchPostgres('bench_start');
     if (!startDb) throw new Error('PostgreSQL went away during the benchmark');
     try {
-      const lifecycle = await benchLifecycle(startDb.env as NodeJS.ProcessEnv & { DATA_DIR: string });
+      const lifecycle = parts.includes('lifecycle')
+        ? await benchLifecycle(startDb.env as NodeJS.ProcessEnv & { DATA_DIR: string })
+        : undefined;
       return { routes, lifecycle };
     } finally {
       await startDb.drop();
@@ -272,8 +275,8 @@ async function benchEngine(engine: 'postgres' | 'pglite'): Promise<EngineResult 
   const routesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pglite-'));
   const startDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pglite-start-'));
   try {
-    const routes = await benchRoutes({ DATA_DIR: routesDir });
-    const lifecycle = await benchLifecycle({ DATA_DIR: startDir });
+    const routes = parts.includes('routes') ? await benchRoutes({ DATA_DIR: routesDir }) : new Map();
+    const lifecycle = parts.includes('lifecycle') ? await benchLifecycle({ DATA_DIR: startDir }) : undefined;
     return { routes, lifecycle };
   } finally {
     fs.rmSync(routesDir, { recursive: true, force: true });
@@ -282,6 +285,7 @@ async function benchEngine(engine: 'postgres' | 'pglite'): Promise<EngineResult 
 }
 
 const engines = (process.env.BENCH_ENGINES ?? 'postgres,pglite').split(',');
+const parts = (process.env.BENCH_PARTS ?? 'routes,lifecycle').split(',');
 const columns: { name: string; result: EngineResult }[] = [];
 for (const engine of ['postgres', 'pglite'] as const) {
   if (!engines.includes(engine)) continue;
@@ -300,7 +304,7 @@ console.log(
 );
 console.log(`| figure | ${columns.map((column) => column.name).join(' | ')} |`);
 console.log(`|---|${columns.map(() => '---:').join('|')}|`);
-for (const route of ROUTES) {
+for (const route of parts.includes('routes') ? ROUTES : []) {
   const cells = columns.map(({ result }) => {
     const row = result.routes.get(route) as Load;
     const bare = result.routes.get(ROUTES[0]) as Load;
@@ -315,6 +319,8 @@ const lifecycleRows: [string, (l: Lifecycle) => string][] = [
   ['start-up to the first 200, warm', (l) => `${(l.warmMs / 1000).toFixed(2)} s`],
   ['resident memory of the service, idle', (l) => `${l.idleRssMb.toFixed(0)} MB`],
 ];
-for (const [label, cell] of lifecycleRows) {
-  console.log(`| ${label} | ${columns.map(({ result }) => cell(result.lifecycle)).join(' | ')} |`);
+for (const [label, cell] of parts.includes('lifecycle') ? lifecycleRows : []) {
+  console.log(
+    `| ${label} | ${columns.map(({ result }) => cell(result.lifecycle as Lifecycle)).join(' | ')} |`,
+  );
 }

@@ -27,6 +27,25 @@ export interface Database {
   raw: { pool: pg.Pool } | { pglite: PGlite };
 }
 
+/**
+ * PostgreSQL settings of the embedded cluster, after PGlite's own defaults. PGlite's
+ * buffers live in the process's WebAssembly memory, which grows and never shrinks:
+ * the default 128 MB of shared_buffers, once filled, was most of the service's resident
+ * memory. The files are also in the OS page cache, so small buffers cost little: 16 MB
+ * holds the working set of a workspace's lists; work_mem stays bounded for sorts.
+ */
+const PGLITE_START_PARAMS = [
+  ...PGlite.defaultStartParams,
+  '-c',
+  'shared_buffers=16MB',
+  '-c',
+  'work_mem=2MB',
+  '-c',
+  'temp_buffers=2MB',
+  '-c',
+  'maintenance_work_mem=16MB',
+];
+
 /** The PGlite cluster lives in a sub-directory so DATA_DIR can also hold keys and the lock file. */
 export const pgliteDirectory = (dataDir: string): string => path.join(dataDir, 'pgdata');
 
@@ -68,7 +87,7 @@ export async function openDatabase(
   fs.mkdirSync(config.dataDir, { recursive: true });
   const lock = acquireDirectoryLock(config.dataDir, lockInfo);
   try {
-    const pglite = await PGlite.create(pgliteDirectory(config.dataDir));
+    const pglite = await PGlite.create(pgliteDirectory(config.dataDir), { startParams: PGLITE_START_PARAMS });
     const gate = new PgliteGate({ timeoutMs: config.queueTimeoutMs, maxQueue: config.queueMax });
     const db = drizzlePglite(gated(pglite, gate), { schema }) as unknown as Db;
     return {
