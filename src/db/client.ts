@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type QueryOptions, types } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -88,6 +88,7 @@ export async function openDatabase(
   const lock = acquireDirectoryLock(config.dataDir, lockInfo);
   try {
     const pglite = await PGlite.create(pgliteDirectory(config.dataDir), { startParams: PGLITE_START_PARAMS });
+    for (const oid of DRIZZLE_TEXT_TYPES) pglite.parsers[oid] = asText;
     const gate = new PgliteGate({ timeoutMs: config.queueTimeoutMs, maxQueue: config.queueMax });
     const db = drizzlePglite(gated(pglite, gate), { schema }) as unknown as Db;
     return {
@@ -113,6 +114,45 @@ export async function openDatabase(
 }
 
 /**
+ * The type OIDs drizzle-orm/pglite asks PGlite to hand back as PostgreSQL's text, with
+ * identity parsers in the options of every query (drizzle-orm/pglite/session.js): timestamp,
+ * timestamptz, interval, date and the arrays of numeric, timestamp, timestamptz, interval, date.
+ */
+const DRIZZLE_TEXT_TYPES: readonly number[] = [
+  types.TIMESTAMP,
+  types.TIMESTAMPTZ,
+  types.INTERVAL,
+  types.DATE,
+  1231,
+  1115,
+  1185,
+  1187,
+  1182,
+];
+const DRIZZLE_TEXT_TYPE_SET = new Set(DRIZZLE_TEXT_TYPES.map(String));
+const asText = (value: string): string => value;
+
+/** Per drizzle query config: the same options without the parsers the instance already applies. */
+const leanOptions = new WeakMap<QueryOptions, QueryOptions>();
+
+/**
+ * Drops `parsers` from drizzle's query options when they are only its text parsers, which
+ * the instance applies by default (see openDatabase). PGlite merges a query's parsers into
+ * its ~320 default ones by spreading both objects on every query: profiled at 0.1 ms a
+ * statement, it made a 20-row select 2.5 times slower than the same one without them.
+ */
+function withoutDrizzleParsers(options: QueryOptions | undefined): QueryOptions | undefined {
+  if (!options?.parsers) return options;
+  let lean = leanOptions.get(options);
+  if (!lean) {
+    const onlyText = Object.keys(options.parsers).every((oid) => DRIZZLE_TEXT_TYPE_SET.has(oid));
+    lean = onlyText ? { ...options, parsers: undefined } : options;
+    leanOptions.set(options, lean);
+  }
+  return lean;
+}
+
+/**
  * The PGlite instance as drizzle sees it: its entry points (query, exec, transaction)
  * pass through the gate, so a caller waits a bounded time in a fair line instead of
  * PGlite's unbounded one. A transaction holds the gate from BEGIN to COMMIT, and the
@@ -122,8 +162,16 @@ export async function openDatabase(
  */
 function gated(pglite: PGlite, gate: PgliteGate): PGlite {
   const facade = Object.create(pglite) as PGlite;
-  facade.query = (query, params, options) => gate.run(() => pglite.query(query, params, options));
+  facade.query = (query, params, options) =>
+    gate.run(() => pglite.query(query, params, withoutDrizzleParsers(options)));
   facade.exec = (query, options) => gate.run(() => pglite.exec(query, options));
-  facade.transaction = (callback) => gate.run(() => pglite.transaction(callback));
+  facade.transaction = (callback) =>
+    gate.run(() =>
+      pglite.transaction((tx) => {
+        const lean = Object.create(tx) as typeof tx;
+        lean.query = (query, params, options) => tx.query(query, params, withoutDrizzleParsers(options));
+        return callback(lean);
+      }),
+    );
   return facade;
 }
