@@ -98,11 +98,26 @@ export class PgliteGate {
   }
 
   /**
-   * Hands the connection to the first waiter still within its deadline. The deadline is
-   * checked here as well as by each waiter's timer: PGlite runs in this thread, and a
-   * run of statements that never yields to the event loop keeps timers from firing.
+   * Hands the connection on, after one turn of the event loop. PGlite runs in this thread
+   * and resolves its promises as microtasks, so without the pause one batch of requests
+   * would run statement after statement without the loop ever reading a socket: the wait
+   * then happens, unbounded and unseen, in the socket buffers (the event loop stalled for
+   * 200-400 ms at a time under 50 connections). With it, new requests enter the line,
+   * ranked by arrival, and timers fire, so the deadline is real.
    */
   private release(): void {
+    if (this.line.length === 0) {
+      this.busy = false;
+      return;
+    }
+    setImmediate(() => this.grantNext());
+  }
+
+  /**
+   * Grants the first waiter still within its deadline. The deadline is checked here as well
+   * as by each waiter's timer, in case a long statement kept the timer from firing.
+   */
+  private grantNext(): void {
     const now = performance.now();
     for (let next = this.line.shift(); next; next = this.line.shift()) {
       clearTimeout(next.timer);
