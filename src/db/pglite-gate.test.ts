@@ -12,11 +12,13 @@ describe('PgliteGate', () => {
     let release = () => {};
     const holder = gate.run(() => new Promise<void>((resolve) => (release = resolve)));
     await tick();
+    // Requests that began before now, in performance.now() time like the real ones.
+    const base = performance.now() - 1000;
     const queued = [
-      runAsWorkStartedAt(300, () => gate.run(async () => order.push('started at 300'))),
-      runAsWorkStartedAt(100, () => gate.run(async () => order.push('started at 100'))),
+      runAsWorkStartedAt(base + 300, () => gate.run(async () => order.push('started at 300'))),
+      runAsWorkStartedAt(base + 100, () => gate.run(async () => order.push('started at 100'))),
       gate.run(async () => order.push('no request')),
-      runAsWorkStartedAt(200, () => gate.run(async () => order.push('started at 200'))),
+      runAsWorkStartedAt(base + 200, () => gate.run(async () => order.push('started at 200'))),
     ];
     expect(gate.waiting).toBe(4);
     release();
