@@ -4,6 +4,7 @@ import {
   count,
   desc,
   eq,
+  getTableColumns,
   gte,
   ilike,
   inArray,
@@ -27,6 +28,9 @@ import {
 import type { AuditAction } from '../../lib/credential-fields.ts';
 
 export type CredentialRow = typeof credentials.$inferSelect;
+
+/** A credential's columns without its encrypted blob: what lists select. */
+const { encrypted_data: _blob, ...listedColumns } = getTableColumns(credentials);
 export type CredentialTypeRow = typeof credentialTypes.$inferSelect;
 export type AuditRow = typeof credentialAuditLogs.$inferSelect;
 export type NewAuditRow = Omit<typeof credentialAuditLogs.$inferInsert, 'id'>;
@@ -280,7 +284,8 @@ function vaultQueries(db: Db) {
       }
       const where = and(...conditions);
       const rows = await db
-        .select({ credential: credentials, type_name: credentialTypes.name, total: totalCount() })
+        // Everything but the encrypted blob, which a list never shows: less to send and parse.
+        .select({ credential: listedColumns, type_name: credentialTypes.name, total: totalCount() })
         .from(credentials)
         .innerJoin(credentialTypes, eq(credentialTypes.id, credentials.credential_type_id))
         .where(where)

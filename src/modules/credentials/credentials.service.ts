@@ -180,7 +180,10 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     return settings;
   }
 
-  function present(row: CredentialRow, typeName: string) {
+  function present(
+    row: Omit<CredentialRow, 'encrypted_data'> & { encrypted_data?: string },
+    typeName: string,
+  ) {
     const { encrypted_data: _never, ...visible } = row;
     return {
       ...visible,

@@ -1,0 +1,13 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path';
+import autocannon from 'autocannon';
+const [route, outDir] = process.argv.slice(2);
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'prof-'));
+const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${outDir}`, 'bench/api-server.ts'], { env: { PATH: process.env.PATH, DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'inherit'] });
+const line: string = await new Promise((r) => { let b = ''; child.stdout.on('data', (c) => { b += c; const i = b.indexOf('\n'); if (i >= 0) r(b.slice(0, i)); }); });
+const info = JSON.parse(line);
+const headers = { authorization: `Bearer ${info.token}`, 'x-workspace-id': info.workspace_id };
+const res = await autocannon({ url: `${info.url}${route}`, headers, connections: 50, duration: 8 });
+console.log(route, res.requests.average, 'req/s p50', res.latency.p50, 'p99', res.latency.p99, 'non2xx', res.non2xx);
+await new Promise((r) => { child.once('exit', r); child.kill('SIGTERM'); });
+fs.rmSync(dataDir, { recursive: true, force: true });
