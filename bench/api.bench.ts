@@ -7,7 +7,7 @@
  *   agents list (`limit=20`), `POST /api/agents`, the credentials list (20 rows) and
  *   `POST /api/credentials`, all in one server process per engine (bench/api-server.ts)
  *   with autocannon in this process as the load generator;
- * - start-up time of `npm start`'s real entry (`node src/main.ts`) from spawn to the first
+ * - start-up time of `npm start`'s real command (`node [flags] src/main.ts`) from spawn to the first
  *   200 of `GET /api/health`, on a fresh data directory (cold) and again on the same one (warm);
  * - the idle resident memory (VmRSS of /proc/<pid>/status) of that warm process after a few
  *   authenticated requests and two seconds of idling.
@@ -28,6 +28,17 @@ import { loadDevSigningKey, mintDevToken } from '../src/modules/identity/dev-iss
 import { createBenchPostgres } from './postgres-env.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
+/**
+ * `npm start`'s command line (`node [flags] src/main.ts`): the start-up figures run exactly
+ * it, and the load server runs with the same Node flags.
+ */
+const startCommand = (
+  JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }
+).scripts.start
+  .trim()
+  .split(/\s+/)
+  .slice(1);
+const nodeFlags = startCommand.filter((arg) => arg.startsWith('-'));
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DEV_ISSUER = 'urn:agent-platform:dev';
@@ -51,7 +62,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 async function startBenchServer(env: NodeJS.ProcessEnv): Promise<Server> {
-  const child = spawn(process.execPath, ['bench/api-server.ts'], {
+  const child = spawn(process.execPath, [...nodeFlags, 'bench/api-server.ts'], {
     cwd: root,
     env: { PATH: process.env.PATH, NODE_ENV: 'development', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -164,12 +175,12 @@ interface Started {
   startupMs: number;
 }
 
-/** Starts `npm start`'s entry, `node src/main.ts`, and times it to its first healthy answer. */
+/** Starts `npm start`'s command (`node [flags] src/main.ts`) and times it to its first healthy answer. */
 async function startService(env: NodeJS.ProcessEnv): Promise<Started> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const started = performance.now();
-  const child = spawn(process.execPath, ['src/main.ts'], {
+  const child = spawn(process.execPath, startCommand, {
     cwd: root,
     env: {
       PATH: process.env.PATH,
