@@ -82,11 +82,11 @@ describe('PGlite under more load than its single connection serves', () => {
     t = await pgliteApp({ DB_QUEUE_TIMEOUT_MS: '100', DB_QUEUE_MAX: '10000' });
     const actor = await t.newWorkspace();
     expect((await createAgent(t, actor, 'before')).statusCode).toBe(201);
-    const held = holdDatabase(t, 400);
+    const held = holdDatabase(t, 1500);
     const started = performance.now();
     const { created, refused } = await burst(t, actor, 20);
     // Nobody waited for the transaction: every request gave up after about 100 ms.
-    expect(performance.now() - started).toBeLessThan(390);
+    expect(performance.now() - started).toBeLessThan(1400);
     expect(created).toEqual([]);
     expect(refused).toHaveLength(20);
     for (const response of refused) expectBusy(response);
