@@ -1,7 +1,8 @@
 /**
  * The service under benchmark, in its own process so the load generator does not share
  * its event loop. Boots on the database named by the environment, seeds a workspace with
- * agents, adds a bare route to the same Fastify instance, and prints one JSON line.
+ * 200 agents and 20 credentials, adds a bare route to the same Fastify instance, and
+ * prints one JSON line.
  */
 import { buildApp } from '../src/app.ts';
 import { boot } from '../src/boot.ts';
@@ -25,6 +26,16 @@ for (let i = 0; i < 200; i++) {
     tags: ['bench', i % 2 ? 'odd' : 'even'],
   });
 }
+const types = await services.credentials.listTypes(actor, {});
+const credentialTypeId = types.find((type) => type.name === 'postgres_credentials')?.id;
+if (credentialTypeId === undefined) throw new Error('the postgres_credentials type is missing');
+for (let i = 0; i < 20; i++) {
+  await services.credentials.create(actor, {
+    name: `seeded-${i}`,
+    credential_type_id: credentialTypeId,
+    data: { host: 'db.internal', port: 5432, database: 'app', username: 'app', password: `secret-${i}` },
+  });
+}
 if (config.auth.mode !== 'dev' || !services.devKey) throw new Error('the benchmark uses development auth');
 const token = await mintDevToken(services.devKey, {
   userId: owner,
@@ -35,7 +46,12 @@ await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();
 const port = typeof address === 'object' && address ? address.port : 0;
 process.stdout.write(
-  `${JSON.stringify({ url: `http://127.0.0.1:${port}`, token, workspace_id: workspace.id })}\n`,
+  `${JSON.stringify({
+    url: `http://127.0.0.1:${port}`,
+    token,
+    workspace_id: workspace.id,
+    credential_type_id: credentialTypeId,
+  })}\n`,
 );
 
 process.once('SIGTERM', async () => {

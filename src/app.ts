@@ -13,6 +13,7 @@ import { registerOpenApiConventions, swaggerOptions } from './http/openapi.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { createValidatorCompiler } from './http/validation.ts';
+import { runAsWorkStartedAt } from './lib/request-order.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
@@ -73,6 +74,10 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
     isDatabaseUnavailable(error) ? databaseUnavailable() : error,
   );
 
+  // Everything a request does runs as work started at its arrival, so the PGlite gate
+  // serves requests oldest first (lib/request-order.ts). A callback hook: the rest of the
+  // request's life runs inside this context.
+  app.addHook('onRequest', (_request, _reply, done) => runAsWorkStartedAt(performance.now(), done));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

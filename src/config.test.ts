@@ -20,6 +20,18 @@ describe('loadConfig', () => {
     expect(config.auth).toMatchObject({ mode: 'dev', algorithms: ['EdDSA'] });
   });
 
+  it('bounds the wait for PGlite: 300 ms and 256 waiting by default, both settable and checked', () => {
+    expect(loadConfig({}).database).toMatchObject({ queueTimeoutMs: 300, queueMax: 256 });
+    expect(loadConfig({ DB_QUEUE_TIMEOUT_MS: '50', DB_QUEUE_MAX: '8' }).database).toMatchObject({
+      queueTimeoutMs: 50,
+      queueMax: 8,
+    });
+    expect(problems({ DB_QUEUE_TIMEOUT_MS: '0', DB_QUEUE_MAX: 'many' })).toEqual([
+      'DB_QUEUE_TIMEOUT_MS must be an integer between 1 and 60000 (got "0")',
+      'DB_QUEUE_MAX must be an integer between 1 and 100000 (got "many")',
+    ]);
+  });
+
   it('uses PostgreSQL when the four settings are given, port 5432 by default', () => {
     const config = loadConfig({
       POSTGRES_HOST: 'db',

@@ -12,7 +12,14 @@ export type DatabaseConfig =
       password: string;
       poolMax: number;
     }
-  | { kind: 'pglite'; dataDir: string };
+  | {
+      kind: 'pglite';
+      dataDir: string;
+      /** Milliseconds a request may wait for PGlite's single connection before 503 `database_busy`. */
+      queueTimeoutMs: number;
+      /** Requests that may wait for it at once; one more is answered 503 `database_busy` at once. */
+      queueMax: number;
+    };
 
 /**
  * How bearer tokens are verified. `oidc` trusts an external identity provider;
@@ -156,7 +163,9 @@ function readDatabase(
   const given = required.filter((name) => env[name] !== undefined && env[name] !== '');
   const port = int('POSTGRES_PORT', 5432, 1, 65535);
   const poolMax = int('POSTGRES_POOL_MAX', 10, 1, 1000);
-  if (given.length === 0 && !production) return { kind: 'pglite', dataDir };
+  const queueTimeoutMs = int('DB_QUEUE_TIMEOUT_MS', 300, 1, 60_000);
+  const queueMax = int('DB_QUEUE_MAX', 256, 1, 100_000);
+  if (given.length === 0 && !production) return { kind: 'pglite', dataDir, queueTimeoutMs, queueMax };
   const missing = required.filter((name) => !given.includes(name));
   if (missing.length > 0) {
     problems.push(

@@ -22,6 +22,18 @@ export interface Problem {
   errors?: FieldError[];
 }
 
+/**
+ * The AppError thrown, or the one a library wrapped: drizzle wraps whatever a query throws
+ * (the PGlite gate's `database_busy` included) in a DrizzleQueryError whose `cause` it is.
+ */
+function findAppError(error: unknown): AppError | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 4; depth++) {
+    if (current instanceof AppError) return current;
+    current = current.cause;
+  }
+  return undefined;
+}
+
 /** Maps anything thrown into a problem. Unknown errors become a bare 500 with no internals. */
 export function toProblem(
   error: unknown,
@@ -38,8 +50,12 @@ export function toProblem(
     ...(errors && errors.length > 0 ? { errors } : {}),
   });
 
-  if (error instanceof AppError) {
-    return { problem: make(error.status, error.code, error.message, error.errors), headers: error.headers };
+  const appError = findAppError(error);
+  if (appError) {
+    return {
+      problem: make(appError.status, appError.code, appError.message, appError.errors),
+      headers: appError.headers,
+    };
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {

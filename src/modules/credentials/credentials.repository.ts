@@ -30,6 +30,9 @@ import type { Db } from '../../db/transaction.ts';
 export type { AuditAction, FieldDefinition, TestEndpoint } from '../../db/schema/credentials.ts';
 
 export type CredentialRow = typeof credentials.$inferSelect;
+
+/** A credential's columns without its encrypted blob: what lists select. */
+const { encrypted_data: _blob, ...listedColumns } = getTableColumns(credentials);
 export type CredentialTypeRow = typeof credentialTypes.$inferSelect;
 export type AuditRow = typeof credentialAuditLogs.$inferSelect;
 export type NewAuditRow = Omit<typeof credentialAuditLogs.$inferInsert, 'id'>;
@@ -249,7 +252,8 @@ export function createCredentialsRepository(db: Db) {
       }
       const where = and(...conditions);
       const rows = await db
-        .select({ credential: credentials, type_name: credentialTypes.name, total: totalCount() })
+        // Everything but the encrypted blob, which a list never shows: less to send and parse.
+        .select({ credential: listedColumns, type_name: credentialTypes.name, total: totalCount() })
         .from(credentials)
         .innerJoin(credentialTypes, eq(credentialTypes.id, credentials.credential_type_id))
         .where(where)

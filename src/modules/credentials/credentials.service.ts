@@ -206,7 +206,10 @@ export function createCredentialsService(deps: CredentialsDependencies) {
   /** The vault's switches for a workspace (namespace `credentials` of the settings module). */
   const settingsOf = (workspaceId: string) => deps.settings.get(workspaceId, 'credentials');
 
-  function present(row: CredentialRow, typeName: string) {
+  function present(
+    row: Omit<CredentialRow, 'encrypted_data'> & { encrypted_data?: string },
+    typeName: string,
+  ) {
     const { encrypted_data: _never, ...visible } = row;
     return {
       ...visible,

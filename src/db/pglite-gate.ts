@@ -1,0 +1,133 @@
+import { AppError } from '../errors.ts';
+import { currentWorkStart } from '../lib/request-order.ts';
+
+/** How long work may wait for PGlite's single connection, and how many may wait at once. */
+export interface GateLimits {
+  /** Milliseconds a caller may wait before it is turned away with 503 `database_busy`. */
+  timeoutMs: number;
+  /** Waiting callers beyond which a new one is turned away at once. */
+  maxQueue: number;
+}
+
+interface Waiter {
+  /** Orders the line: the start of the request the caller serves, else its arrival. */
+  rank: number;
+  seq: number;
+  /** performance.now() past which the waiter is turned away rather than served. */
+  deadline: number;
+  grant(): void;
+  refuse(): void;
+  timer: NodeJS.Timeout;
+}
+
+/** The error every caller turned away gets; the error handler answers it as 503 with Retry-After. */
+export const databaseBusy = (): AppError =>
+  new AppError(503, 'database_busy', 'the embedded database is saturated; retry shortly', undefined, {
+    'Retry-After': '1',
+  });
+
+/**
+ * One-at-a-time access to the embedded database, bounded and fair. PGlite runs every
+ * statement on one connection; its own mutex queues callers without limit, so under load
+ * a request waited seconds. Here a caller waits at most `timeoutMs`, the line holds at
+ * most `maxQueue`, and the line is served oldest request first (see lib/request-order.ts):
+ * a request that has started its work finishes before new ones start theirs, so the
+ * requests turned away are the newest, which have not written anything yet.
+ */
+export class PgliteGate {
+  private readonly limits: GateLimits;
+  private readonly line: Waiter[] = [];
+  private busy = false;
+  private seq = 0;
+
+  constructor(limits: GateLimits) {
+    this.limits = limits;
+  }
+
+  /** Callers waiting now (not counting the one holding the connection). */
+  get waiting(): number {
+    return this.line.length;
+  }
+
+  /** Runs `fn` holding the connection; throws `database_busy` when it cannot get it in time. */
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    await this.acquire();
+    try {
+      return await fn();
+    } finally {
+      this.release();
+    }
+  }
+
+  private acquire(): Promise<void> {
+    if (!this.busy && this.line.length === 0) {
+      this.busy = true;
+      return Promise.resolve();
+    }
+    if (this.line.length >= this.limits.maxQueue) return Promise.reject(databaseBusy());
+    return new Promise((resolve, reject) => {
+      const now = performance.now();
+      const waiter: Waiter = {
+        rank: currentWorkStart() ?? now,
+        seq: this.seq++,
+        deadline: now + this.limits.timeoutMs,
+        grant: resolve,
+        refuse: () => reject(databaseBusy()),
+        timer: setTimeout(() => {
+          const index = this.line.indexOf(waiter);
+          if (index >= 0) this.line.splice(index, 1);
+          reject(databaseBusy());
+        }, this.limits.timeoutMs),
+      };
+      this.line.splice(this.insertionPoint(waiter), 0, waiter);
+    });
+  }
+
+  /** Binary search for the first waiter ranked after `waiter`: ties keep arrival order. */
+  private insertionPoint(waiter: Waiter): number {
+    let low = 0;
+    let high = this.line.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      const other = this.line[middle] as Waiter;
+      if (other.rank < waiter.rank || (other.rank === waiter.rank && other.seq < waiter.seq))
+        low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+
+  /**
+   * Hands the connection on, after one turn of the event loop. PGlite runs in this thread
+   * and resolves its promises as microtasks, so without the pause one batch of requests
+   * would run statement after statement without the loop ever reading a socket: the wait
+   * then happens, unbounded and unseen, in the socket buffers (the event loop stalled for
+   * 200-400 ms at a time under 50 connections). With it, new requests enter the line,
+   * ranked by arrival, and timers fire, so the deadline is real.
+   */
+  private release(): void {
+    if (this.line.length === 0) {
+      this.busy = false;
+      return;
+    }
+    setImmediate(() => this.grantNext());
+  }
+
+  /**
+   * Grants the first waiter still within its deadline. The deadline is checked here as well
+   * as by each waiter's timer, in case a long statement kept the timer from firing.
+   */
+  private grantNext(): void {
+    const now = performance.now();
+    for (let next = this.line.shift(); next; next = this.line.shift()) {
+      clearTimeout(next.timer);
+      if (next.deadline < now) {
+        next.refuse();
+        continue;
+      }
+      next.grant();
+      return;
+    }
+    this.busy = false;
+  }
+}

@@ -1,0 +1,119 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
+
+/** PGlite whatever the suite runs on: the gate exists for the embedded database only. */
+async function pgliteApp(env: NodeJS.ProcessEnv): Promise<TestApp> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-platform-busy-'));
+  return createTestApp({
+    env,
+    reuse: {
+      env: {
+        NODE_ENV: 'test',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'info',
+        POSTGRES_HOST: '',
+        POSTGRES_DB: '',
+        POSTGRES_USER: '',
+        POSTGRES_PASSWORD: '',
+      },
+      dataDir,
+      drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }),
+    },
+  });
+}
+
+let t: TestApp | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+const createAgent = (app: TestApp, actor: Actor, name: string) =>
+  app.app.inject({
+    method: 'POST',
+    url: '/api/agents',
+    headers: actor.headers,
+    payload: { name, model: { provider: 'openai', name: 'gpt-4o-mini' } },
+  });
+
+/** Sends `count` creations at once; returns the names created and the refusals. */
+async function burst(app: TestApp, actor: Actor, count: number) {
+  const responses = await Promise.all(
+    Array.from({ length: count }, (_, i) => createAgent(app, actor, `burst-${i}`).then((r) => ({ i, r }))),
+  );
+  const created = responses.filter(({ r }) => r.statusCode === 201).map(({ i }) => `burst-${i}`);
+  const refused = responses.filter(({ r }) => r.statusCode !== 201).map(({ r }) => r);
+  return { created, refused };
+}
+
+async function storedNames(app: TestApp, actor: Actor): Promise<string[]> {
+  const names: string[] = [];
+  for (let offset = 0; ; offset += 100) {
+    const page = await app.app.inject({
+      method: 'GET',
+      url: `/api/agents?limit=100&offset=${offset}`,
+      headers: actor.headers,
+    });
+    expect(page.statusCode).toBe(200);
+    const items = page.json().items as { name: string }[];
+    names.push(...items.map((item) => item.name));
+    if (items.length < 100) return names.sort();
+  }
+}
+
+function expectBusy(response: Awaited<ReturnType<typeof createAgent>>) {
+  expect(response.statusCode).toBe(503);
+  expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(response.headers['retry-after']).toBe('1');
+  expect(response.json()).toMatchObject({ status: 503, code: 'database_busy' });
+}
+
+/** Holds PGlite's connection for `ms` with a transaction, as a long write would. */
+const holdDatabase = (app: TestApp, ms: number) =>
+  app.database.db.transaction(async () => {
+    await new Promise((resolve) => setTimeout(resolve, ms));
+  });
+
+describe('PGlite under more load than its single connection serves', () => {
+  it('answers 503 database_busy with Retry-After past DB_QUEUE_TIMEOUT_MS, and loses nothing', async () => {
+    t = await pgliteApp({ DB_QUEUE_TIMEOUT_MS: '100', DB_QUEUE_MAX: '10000' });
+    const actor = await t.newWorkspace();
+    expect((await createAgent(t, actor, 'before')).statusCode).toBe(201);
+    const held = holdDatabase(t, 1500);
+    const started = performance.now();
+    const { created, refused } = await burst(t, actor, 20);
+    // Nobody waited for the transaction: every request gave up after about 100 ms.
+    expect(performance.now() - started).toBeLessThan(1400);
+    expect(created).toEqual([]);
+    expect(refused).toHaveLength(20);
+    for (const response of refused) expectBusy(response);
+    await held;
+    // Once the connection is free the service answers normally, and no refused creation was stored.
+    expect((await createAgent(t, actor, 'after')).statusCode).toBe(201);
+    expect(await storedNames(t, actor)).toEqual(['after', 'before']);
+  });
+
+  it('refuses at once beyond DB_QUEUE_MAX waiting requests, serves the others once free', async () => {
+    t = await pgliteApp({ DB_QUEUE_TIMEOUT_MS: '10000', DB_QUEUE_MAX: '3' });
+    const actor = await t.newWorkspace();
+    expect((await createAgent(t, actor, 'before')).statusCode).toBe(201);
+    const held = holdDatabase(t, 300);
+    const { created, refused } = await burst(t, actor, 12);
+    await held;
+    expect(created.length).toBeGreaterThan(0);
+    expect(refused.length).toBeGreaterThanOrEqual(12 - 3);
+    for (const response of refused) expectBusy(response);
+    expect(await storedNames(t, actor)).toEqual(['before', ...created].sort());
+  });
+
+  it('serves a burst within the default limits without refusing anyone', async () => {
+    t = await pgliteApp({});
+    const actor = await t.newWorkspace();
+    const { created, refused } = await burst(t, actor, 40);
+    expect(refused).toEqual([]);
+    expect(await storedNames(t, actor)).toEqual(created.sort());
+  });
+});
