@@ -9,7 +9,7 @@ export interface Actor {
   headers: Record<string, string>;
 }
 
-export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** Extra request options: headers merged over the actor's, a raw payload, a query object. */
 export type CallOptions = Omit<InjectOptions, 'method' | 'url' | 'payload' | 'body'> & {
@@ -41,7 +41,13 @@ export function callApi(
 export function apiClient(app: App, actor?: Actor) {
   const call = (method: Method) => (url: string, payload?: unknown, options?: CallOptions) =>
     callApi(app, actor, method, url, payload, options);
-  return { get: call('GET'), post: call('POST'), put: call('PUT'), delete: call('DELETE') };
+  return {
+    get: call('GET'),
+    post: call('POST'),
+    put: call('PUT'),
+    patch: call('PATCH'),
+    delete: call('DELETE'),
+  };
 }
 
 export type ApiClient = ReturnType<typeof apiClient>;
