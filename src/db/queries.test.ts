@@ -1,7 +1,7 @@
 import { and, count, eq, getTableColumns, sql } from 'drizzle-orm';
 import { bigserial, pgTable, text } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../../tests/helpers/test-app.ts';
+import { createTestDb, type TestDb } from '../../tests/helpers/test-db.ts';
 import { type CursorRequest, pageByCursor, paginate, totalCount } from './queries.ts';
 
 /** A stand-in for the append-only streams to come (run events, messages, activity). */
@@ -10,10 +10,10 @@ const events = pgTable('list_helper_test_events', {
   stream: text('stream').notNull(),
 });
 
-let t: TestApp;
+let t: TestDb;
 
 beforeAll(async () => {
-  t = await createTestApp();
+  t = await createTestDb();
   await t.database.db.execute(
     sql`create table list_helper_test_events (id bigserial primary key, stream text not null)`,
   );

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Actor } from '../helpers/api-client.ts';
 import { buildAgent } from '../helpers/factories.ts';
-import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let t: TestApp;
 let alice: Actor;
@@ -13,12 +14,9 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const call = (actor: Actor, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) =>
-  t.app.inject({ method, url, headers: actor.headers, ...(payload ? { payload } : {}) });
-
 describe('agents CRUD', () => {
   it('creates an agent with defaults and reads it back', async () => {
-    const response = await call(alice, 'POST', '/api/agents', {
+    const response = await t.call(alice, 'POST', '/api/agents', {
       name: 'Reviewer',
       model: { provider: 'anthropic', name: 'claude-sonnet' },
       role: 'code reviewer',
@@ -40,7 +38,7 @@ describe('agents CRUD', () => {
     });
     expect(agent.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
-    const read = await call(alice, 'GET', `/api/agents/${agent.id}`);
+    const read = await t.call(alice, 'GET', `/api/agents/${agent.id}`);
     expect(read.statusCode).toBe(200);
     expect(read.json()).toEqual(agent);
   });
@@ -48,7 +46,7 @@ describe('agents CRUD', () => {
   it('updates only the fields sent and refreshes updated_at', async () => {
     const agent = await buildAgent(t, alice, { description: 'keep me', tags: ['x'] });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    const response = await call(alice, 'PUT', `/api/agents/${agent.id}`, {
+    const response = await t.call(alice, 'PUT', `/api/agents/${agent.id}`, {
       status: 'Active',
       config: { temperature: 0.2 },
     });
@@ -66,15 +64,15 @@ describe('agents CRUD', () => {
 
   it('deletes with 204, then answers 404', async () => {
     const agent = await buildAgent(t, alice);
-    expect((await call(alice, 'DELETE', `/api/agents/${agent.id}`)).statusCode).toBe(204);
-    const again = await call(alice, 'GET', `/api/agents/${agent.id}`);
+    expect((await t.call(alice, 'DELETE', `/api/agents/${agent.id}`)).statusCode).toBe(204);
+    const again = await t.call(alice, 'GET', `/api/agents/${agent.id}`);
     expect(again.statusCode).toBe(404);
     expect(again.json()).toMatchObject({ code: 'agent_not_found' });
-    expect((await call(alice, 'DELETE', `/api/agents/${agent.id}`)).statusCode).toBe(404);
+    expect((await t.call(alice, 'DELETE', `/api/agents/${agent.id}`)).statusCode).toBe(404);
   });
 
   it('answers 404 for an unknown id', async () => {
-    const response = await call(alice, 'PUT', '/api/agents/00000000-0000-4000-8000-000000000000', {
+    const response = await t.call(alice, 'PUT', '/api/agents/00000000-0000-4000-8000-000000000000', {
       name: 'x',
     });
     expect(response.statusCode).toBe(404);
@@ -97,17 +95,17 @@ describe('agent list', () => {
   });
 
   it('pages newest first with a total', async () => {
-    const first = (await call(owner, 'GET', '/api/agents?limit=3')).json();
+    const first = (await t.call(owner, 'GET', '/api/agents?limit=3')).json();
     expect(first).toMatchObject({ total: 7, limit: 3, offset: 0 });
     expect(first.items.map((a: { name: string }) => a.name)).toEqual(['Helper 6', 'Helper 5', 'Helper 4']);
-    const last = (await call(owner, 'GET', '/api/agents?limit=3&offset=6')).json();
+    const last = (await t.call(owner, 'GET', '/api/agents?limit=3&offset=6')).json();
     expect(last.items.map((a: { name: string }) => a.name)).toEqual(['Helper 0']);
-    const past = (await call(owner, 'GET', '/api/agents?limit=3&offset=50')).json();
+    const past = (await t.call(owner, 'GET', '/api/agents?limit=3&offset=50')).json();
     expect(past).toEqual({ items: [], total: 7, limit: 3, offset: 50 });
   });
 
   it('defaults to 50 items per page', async () => {
-    expect((await call(owner, 'GET', '/api/agents')).json()).toMatchObject({
+    expect((await t.call(owner, 'GET', '/api/agents')).json()).toMatchObject({
       limit: 50,
       offset: 0,
       total: 7,
@@ -115,30 +113,30 @@ describe('agent list', () => {
   });
 
   it('filters by q on name and description, case-insensitively', async () => {
-    const page = (await call(owner, 'GET', '/api/agents?q=security')).json();
+    const page = (await t.call(owner, 'GET', '/api/agents?q=security')).json();
     expect(page.items.map((a: { name: string }) => a.name).sort()).toEqual(['Helper 5', 'Security Auditor']);
     expect(page.total).toBe(2);
-    expect((await call(owner, 'GET', '/api/agents?q=%25')).json().total).toBe(0);
+    expect((await t.call(owner, 'GET', '/api/agents?q=%25')).json().total).toBe(0);
   });
 
   it('filters by status and tag', async () => {
-    expect((await call(owner, 'GET', '/api/agents?status=Active')).json().total).toBe(4);
-    expect((await call(owner, 'GET', '/api/agents?tag=alpha')).json().total).toBe(2);
-    expect((await call(owner, 'GET', '/api/agents?tag=alpha&status=Idle')).json().total).toBe(1);
+    expect((await t.call(owner, 'GET', '/api/agents?status=Active')).json().total).toBe(4);
+    expect((await t.call(owner, 'GET', '/api/agents?tag=alpha')).json().total).toBe(2);
+    expect((await t.call(owner, 'GET', '/api/agents?tag=alpha&status=Idle')).json().total).toBe(1);
   });
 
   it('honours tenant_id: its own tenant lists, any other tenant lists nothing', async () => {
-    const current = (await call(owner, 'GET', '/api/workspaces/current')).json();
-    expect((await call(owner, 'GET', `/api/agents?tenant_id=${current.tenant.id}`)).json().total).toBe(7);
-    const other = (await call(mallory, 'GET', '/api/workspaces/current')).json();
-    expect((await call(owner, 'GET', `/api/agents?tenant_id=${other.tenant.id}`)).json()).toMatchObject({
+    const current = (await t.call(owner, 'GET', '/api/workspaces/current')).json();
+    expect((await t.call(owner, 'GET', `/api/agents?tenant_id=${current.tenant.id}`)).json().total).toBe(7);
+    const other = (await t.call(mallory, 'GET', '/api/workspaces/current')).json();
+    expect((await t.call(owner, 'GET', `/api/agents?tenant_id=${other.tenant.id}`)).json()).toMatchObject({
       items: [],
       total: 0,
     });
   });
 
   it('rejects a bad status filter naming the field', async () => {
-    const response = await call(owner, 'GET', '/api/agents?status=Sleeping');
+    const response = await t.call(owner, 'GET', '/api/agents?status=Sleeping');
     expect(response.statusCode).toBe(400);
     expect(response.json().errors).toEqual([
       { field: 'query.status', message: 'must be one of: Active, Busy, Idle, Error' },
@@ -150,20 +148,18 @@ describe('workspace isolation', () => {
   it('hides another workspace’s agents on every route', async () => {
     const agent = await buildAgent(t, alice, { name: 'Alice secret agent' });
     for (const [method, payload] of [['GET'], ['PUT', { name: 'pwned' }], ['DELETE']] as const) {
-      const response = await call(mallory, method, `/api/agents/${agent.id}`, payload);
+      const response = await t.call(mallory, method, `/api/agents/${agent.id}`, payload);
       expect(response.statusCode).toBe(404);
       expect(response.body).not.toContain('Alice secret agent');
     }
-    const list = (await call(mallory, 'GET', '/api/agents?q=Alice')).json();
+    const list = (await t.call(mallory, 'GET', '/api/agents?q=Alice')).json();
     expect(list.total).toBe(0);
-    expect((await call(alice, 'GET', `/api/agents/${agent.id}`)).json().name).toBe('Alice secret agent');
+    expect((await t.call(alice, 'GET', `/api/agents/${agent.id}`)).json().name).toBe('Alice secret agent');
   });
 
   it('refuses a workspace the caller is not a member of with 403', async () => {
-    const response = await t.app.inject({
-      method: 'GET',
-      url: '/api/agents',
-      headers: { ...mallory.headers, 'x-workspace-id': alice.workspaceId },
+    const response = await t.call(mallory, 'GET', '/api/agents', undefined, {
+      headers: { 'x-workspace-id': alice.workspaceId },
     });
     expect(response.statusCode).toBe(403);
     expect(response.json().code).toBe('workspace_forbidden');

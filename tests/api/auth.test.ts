@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildAgent } from '../helpers/factories.ts';
-import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
+import type { Actor } from '../helpers/api-client.ts';
+import { buildAgent, buildApiKey, buildMember } from '../helpers/factories.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let t: TestApp;
 let alice: Actor;
@@ -15,8 +16,9 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
+/** A GET with exactly these headers: the scheme under test, not an actor's ready-made ones. */
 const get = (headers: Record<string, string>, url = '/api/agents') =>
-  t.app.inject({ method: 'GET', url, headers });
+  t.call(undefined, 'GET', url, undefined, { headers });
 
 describe('scheme A: bearer token + X-Workspace-ID', () => {
   it('accepts a valid token of a member', async () => {
@@ -115,27 +117,20 @@ describe('scheme A: bearer token + X-Workspace-ID', () => {
   });
 
   it('checks credentials before input, so anonymous callers learn nothing about a route', async () => {
-    const response = await t.app.inject({ method: 'POST', url: '/api/agents', payload: { nonsense: true } });
+    const response = await t.call(undefined, 'POST', '/api/agents', { nonsense: true });
     expect(response.statusCode).toBe(401);
   });
 });
 
 describe('scheme B: X-API-Key + bearer token', () => {
-  const createKey = async (payload: object = { name: 'ci' }) =>
-    t.app.inject({ method: 'POST', url: '/api/workspaces/api-keys', headers: alice.headers, payload });
-
   it('creates a key shown once, lists it by prefix only, and authenticates with it', async () => {
-    const created = await createKey({ name: 'deploy bot' });
+    const created = await t.call(alice, 'POST', '/api/workspaces/api-keys', { name: 'deploy bot' });
     expect(created.statusCode).toBe(201);
     const { key, prefix, id } = created.json();
     expect(key).toMatch(/^apk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{43}$/);
     expect(key.startsWith(prefix)).toBe(true);
 
-    const list = await t.app.inject({
-      method: 'GET',
-      url: '/api/workspaces/api-keys',
-      headers: alice.headers,
-    });
+    const list = await t.call(alice, 'GET', '/api/workspaces/api-keys');
     expect(list.body).not.toContain(key);
     expect(list.json().items.find((k: { id: string }) => k.id === id)).toMatchObject({
       prefix,
@@ -149,13 +144,9 @@ describe('scheme B: X-API-Key + bearer token', () => {
   });
 
   it('refuses a revoked key, an unknown key and a key with no bearer', async () => {
-    const { key, id } = (await createKey()).json();
+    const { key, id } = await buildApiKey(t, alice);
     expect((await get({ 'x-api-key': key })).statusCode).toBe(401);
-    const revoke = await t.app.inject({
-      method: 'DELETE',
-      url: `/api/workspaces/api-keys/${id}`,
-      headers: alice.headers,
-    });
+    const revoke = await t.call(alice, 'DELETE', `/api/workspaces/api-keys/${id}`);
     expect(revoke.statusCode).toBe(204);
     const refused = await get({ authorization: alice.headers.authorization as string, 'x-api-key': key });
     expect(refused.statusCode).toBe(401);
@@ -168,22 +159,26 @@ describe('scheme B: X-API-Key + bearer token', () => {
   });
 
   it('refuses an expired key', async () => {
-    const { key, id } = (
-      await createKey({ name: 'short', expires_at: new Date(Date.now() + 60_000).toISOString() })
-    ).json();
+    const { key, id } = await buildApiKey(t, alice, {
+      name: 'short',
+      expires_at: new Date(Date.now() + 60_000).toISOString(),
+    });
     await t.database.db.execute(
       sql`update api_keys set expires_at = now() - interval '1 second' where id = ${id}`,
     );
     expect(
       (await get({ authorization: alice.headers.authorization as string, 'x-api-key': key })).statusCode,
     ).toBe(401);
-    const past = await createKey({ name: 'past', expires_at: '2001-01-01T00:00:00Z' });
+    const past = await t.call(alice, 'POST', '/api/workspaces/api-keys', {
+      name: 'past',
+      expires_at: '2001-01-01T00:00:00Z',
+    });
     expect(past.statusCode).toBe(400);
     expect(past.json().errors[0].field).toBe('body.expires_at');
   });
 
   it('binds the key to its workspace: the bearer must be a member of it', async () => {
-    const { key } = (await createKey()).json();
+    const { key } = await buildApiKey(t, alice);
     const mallory = await t.newWorkspace('mallory');
     const response = await get({ authorization: mallory.headers.authorization as string, 'x-api-key': key });
     expect(response.statusCode).toBe(403);
@@ -192,20 +187,10 @@ describe('scheme B: X-API-Key + bearer token', () => {
   });
 
   it('lets only admins manage keys', async () => {
-    await t.app.inject({
-      method: 'POST',
-      url: '/api/workspaces/members',
-      headers: alice.headers,
-      payload: { user_id: 'member-mo', role: 'member' },
-    });
-    const token = await t.token('member-mo');
-    const response = await t.app.inject({
-      method: 'POST',
-      url: '/api/workspaces/api-keys',
-      headers: { authorization: `Bearer ${token}`, 'x-workspace-id': alice.workspaceId },
-      payload: { name: 'nope' },
-    });
+    const member = await buildMember(t, alice, { user_id: 'member-mo', role: 'member' });
+    const response = await t.call(member, 'POST', '/api/workspaces/api-keys', { name: 'nope' });
     expect(response.statusCode).toBe(403);
+    expect(response.json().code).toBe('insufficient_role');
   });
 });
 
@@ -239,10 +224,8 @@ describe('OpenID Connect issuer', () => {
           .setIssuedAt()
           .setExpirationTime(claims.exp ?? '10m')
           .sign(privateKey);
-      const call = async (token: string) =>
-        oidc.app.inject({
-          method: 'GET',
-          url: '/api/workspaces/current',
+      const call = (token: string) =>
+        oidc.call(undefined, 'GET', '/api/workspaces/current', undefined, {
           headers: { authorization: `Bearer ${token}`, 'x-workspace-id': workspace.id },
         });
       const ok = await call(await sign());
@@ -250,7 +233,7 @@ describe('OpenID Connect issuer', () => {
       expect(ok.json()).toMatchObject({ user_id: 'auth0|42', role: 'owner' });
       expect((await call(await sign({ aud: 'other' }))).statusCode).toBe(401);
       expect((await call(alice.token)).statusCode).toBe(401);
-      expect((await oidc.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).statusCode).toBe(404);
+      expect((await oidc.call(undefined, 'GET', '/.well-known/jwks.json')).statusCode).toBe(404);
     } finally {
       await oidc.close();
       idp.close();

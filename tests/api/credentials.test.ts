@@ -2,10 +2,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCredentialsService } from '../../src/modules/credentials/credentials.service.ts';
-import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
-
-const CANARY = 'canary-Secret-7f3a9c';
+import type { Actor } from '../helpers/api-client.ts';
+import {
+  buildCredential,
+  buildCredentialType,
+  buildMember,
+  CREDENTIAL_SECRET as CANARY,
+  postgresData,
+} from '../helpers/factories.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let t: TestApp;
 let alice: Actor;
@@ -18,48 +23,17 @@ beforeAll(async () => {
   mallory = await t.newWorkspace('mallory');
   // Connection tests below reach the machine's own PostgreSQL, Redis and HTTP servers on
   // loopback, which the default (refuse private networks) forbids: alice's admin opts out.
-  const optOut = await t.app.inject({
-    method: 'PUT',
-    url: '/api/credentials/settings',
-    headers: alice.headers,
-    payload: { refuse_private_networks: false },
-  });
+  const optOut = await t.call(alice, 'PUT', '/api/credentials/settings', { refuse_private_networks: false });
   if (optOut.statusCode !== 200) throw new Error(`settings: ${optOut.statusCode} ${optOut.body}`);
-  const list = await t.app.inject({ method: 'GET', url: '/api/credentials/types', headers: alice.headers });
+  const list = await t.call(alice, 'GET', '/api/credentials/types');
   types = Object.fromEntries(
     list.json().items.map((type: { name: string; id: number }) => [type.name, type.id]),
   );
 });
 afterAll(() => t.close());
 
-const call = (actor: Actor, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) =>
-  t.app.inject({ method, url, headers: actor.headers, ...(payload ? { payload } : {}) });
-
-let counter = 0;
-const pgData = (overrides: Record<string, unknown> = {}) => ({
-  host: '127.0.0.1',
-  port: 5432,
-  database: 'postgres',
-  username: 'postgres',
-  password: CANARY,
-  ...overrides,
-});
-
-async function createCredential(actor: Actor, body: Record<string, unknown> = {}) {
-  counter += 1;
-  const response = await call(actor, 'POST', '/api/credentials', {
-    name: `cred-${counter}`,
-    credential_type_id: types.postgres_credentials,
-    data: pgData(),
-    ...body,
-  });
-  if (response.statusCode !== 201)
-    throw new Error(`createCredential: ${response.statusCode} ${response.body}`);
-  return response.json() as { id: number; name: string; [key: string]: unknown };
-}
-
 const auditOf = async (actor: Actor, id: number, query = '') =>
-  (await call(actor, 'GET', `/api/credentials/${id}/audit-logs${query}`)).json().items as {
+  (await t.call(actor, 'GET', `/api/credentials/${id}/audit-logs${query}`)).json().items as {
     id: number;
     action: string;
     metadata: Record<string, unknown>;
@@ -83,18 +57,18 @@ describe('credential types', () => {
     ]) {
       expect(types[name], name).toBeGreaterThan(0);
     }
-    const ai = (await call(alice, 'GET', '/api/credentials/types?category=ai')).json().items;
+    const ai = (await t.call(alice, 'GET', '/api/credentials/types?category=ai')).json().items;
     expect(ai.map((type: { name: string }) => type.name).sort()).toEqual([
       'anthropic_credentials',
       'openai_credentials',
     ]);
-    const pg = (await call(alice, 'GET', `/api/credentials/types/${types.postgres_credentials}`)).json();
+    const pg = (await t.call(alice, 'GET', `/api/credentials/types/${types.postgres_credentials}`)).json();
     expect(pg).toMatchObject({ is_system: true, category: 'database', test_endpoint: { kind: 'postgres' } });
     expect(pg.schema_definition.find((f: { name: string }) => f.name === 'password')).toMatchObject({
       type: 'password',
       required: true,
     });
-    expect((await call(alice, 'GET', '/api/credentials/types/99999')).statusCode).toBe(404);
+    expect((await t.call(alice, 'GET', '/api/credentials/types/99999')).statusCode).toBe(404);
   });
 
   it('lets admins create a validated type of their own, visible to their workspace only', async () => {
@@ -118,19 +92,21 @@ describe('credential types', () => {
         headers: { Authorization: 'Bearer {{token}}' },
       },
     };
-    const created = await call(alice, 'POST', '/api/credentials/types', body);
+    const created = await t.call(alice, 'POST', '/api/credentials/types', body);
     expect(created.statusCode).toBe(201);
     expect(created.json()).toMatchObject({ is_system: false, is_active: true });
-    expect((await call(mallory, 'GET', `/api/credentials/types/${created.json().id}`)).statusCode).toBe(404);
-    expect((await call(alice, 'POST', '/api/credentials/types', body)).statusCode).toBe(409);
+    expect((await t.call(mallory, 'GET', `/api/credentials/types/${created.json().id}`)).statusCode).toBe(
+      404,
+    );
+    expect((await t.call(alice, 'POST', '/api/credentials/types', body)).statusCode).toBe(409);
     expect(
-      (await call(alice, 'POST', '/api/credentials/types', { ...body, name: 'postgres_credentials' }))
+      (await t.call(alice, 'POST', '/api/credentials/types', { ...body, name: 'postgres_credentials' }))
         .statusCode,
     ).toBe(409);
   });
 
   it('refuses bad type definitions naming the field', async () => {
-    const bad = await call(alice, 'POST', '/api/credentials/types', {
+    const bad = await t.call(alice, 'POST', '/api/credentials/types', {
       name: 'broken_credentials',
       display_name: 'Broken',
       category: 'api',
@@ -147,7 +123,7 @@ describe('credential types', () => {
       'body.schema_definition.2.options',
       'body.test_endpoint',
     ]);
-    const badType = await call(alice, 'POST', '/api/credentials/types', {
+    const badType = await t.call(alice, 'POST', '/api/credentials/types', {
       name: 'x_credentials',
       display_name: 'X',
       category: 'api',
@@ -156,9 +132,27 @@ describe('credential types', () => {
     expect(badType.json().errors[0].field).toBe('body.schema_definition.0.type');
   });
 
+  it('lets a workspace store credentials of its own type, and no other workspace use it', async () => {
+    const type = await buildCredentialType(t, alice);
+    const credential = await buildCredential(t, alice, {
+      credential_type: type.name,
+      data: { token: CANARY },
+    });
+    expect(credential).toMatchObject({ credential_type: type.name, data: { token: '********' } });
+    const borrowed = await t.call(mallory, 'POST', '/api/credentials', {
+      name: 'borrowed',
+      credential_type_id: type.id,
+      data: { token: 'x' },
+    });
+    expect(borrowed.statusCode).toBe(400);
+    expect(borrowed.json().errors).toEqual([
+      { field: 'body.credential_type_id', message: 'does not name an active credential type' },
+    ]);
+  });
+
   it('checks test-endpoint placeholders with the pattern the connection test fills them with', async () => {
     // A dotted placeholder is no field name: refused at creation, never first at test time.
-    const dotted = await call(alice, 'POST', '/api/credentials/types', {
+    const dotted = await t.call(alice, 'POST', '/api/credentials/types', {
       name: 'dotted_credentials',
       display_name: 'Dotted',
       category: 'api',
@@ -174,10 +168,10 @@ describe('credential types', () => {
 
 describe('create (rule C1)', () => {
   it('encrypts the data, masks secrets and audits created', async () => {
-    const response = await call(alice, 'POST', '/api/credentials', {
+    const response = await t.call(alice, 'POST', '/api/credentials', {
       name: 'warehouse',
       credential_type_id: types.postgres_credentials,
-      data: pgData(),
+      data: postgresData(),
       environment: 'staging',
       description: 'analytics warehouse',
       tags: ['db'],
@@ -202,7 +196,7 @@ describe('create (rule C1)', () => {
   });
 
   it('rejects missing, mistyped, unknown and hidden fields, and unknown types', async () => {
-    const bad = await call(alice, 'POST', '/api/credentials', {
+    const bad = await t.call(alice, 'POST', '/api/credentials', {
       name: 'bad',
       credential_type_id: types.postgres_credentials,
       data: { host: 'h', port: '5432', ssl: 'yes', nope: 1 },
@@ -216,7 +210,7 @@ describe('create (rule C1)', () => {
       { field: 'body.data.username', message: 'is required' },
       { field: 'body.data.password', message: 'is required' },
     ]);
-    const hidden = await call(alice, 'POST', '/api/credentials', {
+    const hidden = await t.call(alice, 'POST', '/api/credentials', {
       name: 'basic',
       credential_type_id: types.basic_auth_credentials,
       data: { username: 'u', password: 'p', basic_token: 'forged' },
@@ -224,7 +218,7 @@ describe('create (rule C1)', () => {
     expect(hidden.json().errors).toEqual([
       { field: 'body.data.basic_token', message: 'is filled in by the service and cannot be set' },
     ]);
-    const unknown = await call(alice, 'POST', '/api/credentials', {
+    const unknown = await t.call(alice, 'POST', '/api/credentials', {
       name: 'x',
       credential_type_id: 99999,
       data: {},
@@ -232,10 +226,10 @@ describe('create (rule C1)', () => {
     expect(unknown.json().errors).toEqual([
       { field: 'body.credential_type_id', message: 'does not name an active credential type' },
     ]);
-    const long = await call(alice, 'POST', '/api/credentials', {
+    const long = await t.call(alice, 'POST', '/api/credentials', {
       name: 'n'.repeat(256),
       credential_type_id: types.postgres_credentials,
-      data: pgData(),
+      data: postgresData(),
       environment: 'e'.repeat(51),
     });
     expect(long.json().errors.map((e: { field: string }) => e.field)).toEqual([
@@ -245,36 +239,36 @@ describe('create (rule C1)', () => {
   });
 
   it('refuses a duplicate active name in one environment, with exactly one winner under concurrency', async () => {
-    const body = { name: 'dup', credential_type_id: types.postgres_credentials, data: pgData() };
+    const body = { name: 'dup', credential_type_id: types.postgres_credentials, data: postgresData() };
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => call(alice, 'POST', '/api/credentials', body)),
+      Array.from({ length: 5 }, () => t.call(alice, 'POST', '/api/credentials', body)),
     );
     expect(results.map((r) => r.statusCode).sort()).toEqual([201, 409, 409, 409, 409]);
     expect(results.find((r) => r.statusCode === 409)?.json().code).toBe('duplicate_credential');
-    expect((await call(alice, 'POST', '/api/credentials', { ...body, environment: 'dev' })).statusCode).toBe(
-      201,
-    );
-    expect((await call(mallory, 'POST', '/api/credentials', body)).statusCode).toBe(201);
+    expect(
+      (await t.call(alice, 'POST', '/api/credentials', { ...body, environment: 'dev' })).statusCode,
+    ).toBe(201);
+    expect((await t.call(mallory, 'POST', '/api/credentials', body)).statusCode).toBe(201);
   });
 });
 
 describe('listing and details', () => {
   it('filters and never returns secrets or ciphertext', async () => {
     const owner = await t.newWorkspace();
-    await createCredential(owner, { name: 'a', tags: ['x'] });
-    await createCredential(owner, { name: 'b', environment: 'dev', description: 'Reporting DB' });
-    await createCredential(owner, {
+    await buildCredential(t, owner, { name: 'a', tags: ['x'] });
+    await buildCredential(t, owner, { name: 'b', environment: 'dev', description: 'Reporting DB' });
+    await buildCredential(t, owner, {
       name: 'c',
       credential_type_id: types.redis_credentials,
       data: { host: '127.0.0.1', password: CANARY },
       expires_at: '2001-01-01T00:00:00Z',
     });
-    const all = await call(owner, 'GET', '/api/credentials');
+    const all = await t.call(owner, 'GET', '/api/credentials');
     expect(all.json()).toMatchObject({ total: 3, limit: 50, offset: 0 });
     expect(all.body).not.toContain(CANARY);
     expect(all.body).not.toContain('encrypted_data');
     const count = async (query: string) =>
-      (await call(owner, 'GET', `/api/credentials?${query}`)).json().total;
+      (await t.call(owner, 'GET', `/api/credentials?${query}`)).json().total;
     expect(await count(`credential_type_id=${types.redis_credentials}`)).toBe(1);
     expect(await count('environment=dev')).toBe(1);
     expect(await count('tag=x')).toBe(1);
@@ -282,188 +276,33 @@ describe('listing and details', () => {
     expect(await count('expired=true')).toBe(1);
     expect(await count('expired=false')).toBe(2);
     expect(await count('is_active=false')).toBe(0);
-    const details = await call(owner, 'GET', `/api/credentials/${all.json().items[0].id}`);
+    const details = await t.call(owner, 'GET', `/api/credentials/${all.json().items[0].id}`);
     expect(details.json().data).toMatchObject({ host: '127.0.0.1', password: '********' });
     expect(details.json().is_expired).toBe(true);
   });
 });
 
-describe('decrypted access (rule C2)', () => {
-  it('returns only the requested fields and audits the access first', async () => {
-    const credential = await createCredential(alice);
-    const data = await t.services.credentials.access({
-      workspaceId: alice.workspaceId,
-      id: credential.id,
-      fields: ['password', 'host'],
-      serviceName: 'workflow-runner',
-      userId: 'alice',
-      ipAddress: '10.1.2.3',
-    });
-    expect(data).toEqual({ password: CANARY, host: '127.0.0.1' });
-    const [accessed] = await auditOf(alice, credential.id);
-    expect(accessed).toMatchObject({
-      action: 'accessed',
-      user_id: 'alice',
-      ip_address: '10.1.2.3',
-      metadata: { service_name: 'workflow-runner', fields_accessed: ['password', 'host'] },
-    });
-    await expect(
-      t.services.credentials.access({
-        workspaceId: alice.workspaceId,
-        id: credential.id,
-        fields: ['nope'],
-        serviceName: 's',
-      }),
-    ).rejects.toMatchObject({ code: 'validation_failed' });
-    await expect(
-      t.services.credentials.access({
-        workspaceId: mallory.workspaceId,
-        id: credential.id,
-        serviceName: 's',
-      }),
-    ).rejects.toMatchObject({ code: 'credential_not_found', status: 404 });
-  });
-
-  it('refuses inactive credentials and audits access_denied', async () => {
-    const credential = await createCredential(alice);
-    expect(
-      (await call(alice, 'PUT', `/api/credentials/${credential.id}`, { is_active: false })).statusCode,
-    ).toBe(200);
-    await expect(
-      t.services.credentials.access({
-        workspaceId: alice.workspaceId,
-        id: credential.id,
-        serviceName: 'svc',
-      }),
-    ).rejects.toMatchObject({ code: 'credential_inactive', status: 403 });
-    const [denied] = await auditOf(alice, credential.id);
-    expect(denied).toMatchObject({
-      action: 'access_denied',
-      metadata: { reason: 'inactive', service_name: 'svc' },
-    });
-  });
-
-  it('refuses expired credentials from the moment expires_at is in the past', async () => {
-    const expiresAt = new Date(Date.now() + 3_600_000);
-    const credential = await createCredential(alice, { expires_at: expiresAt.toISOString() });
-    let now = new Date(expiresAt.getTime());
-    const service = createCredentialsService({
-      db: t.database.db,
-      settings: t.services.settings,
-      keys: t.services.vaultKeys,
-      testConnection: async () => ({ passed: true, message: '', duration_ms: 0 }),
-      clock: () => now,
-    });
-    const request = { workspaceId: alice.workspaceId, id: credential.id, serviceName: 'svc' };
-    await expect(service.access(request)).resolves.toMatchObject({ host: '127.0.0.1' });
-    now = new Date(expiresAt.getTime() + 1);
-    await expect(service.access(request)).rejects.toMatchObject({ code: 'credential_expired', status: 403 });
-    const [denied] = await auditOf(alice, credential.id);
-    expect(denied).toMatchObject({ action: 'access_denied', metadata: { reason: 'expired' } });
-  });
-
-  it('fails on any tampered byte, and on a blob moved to another row or workspace, auditing access_failed', async () => {
-    const credential = await createCredential(alice);
-    const [row] = await t.rows<{ encrypted_data: string }>(
-      sql`select encrypted_data from credentials where id = ${credential.id}`,
-    );
-    const original = (row as { encrypted_data: string }).encrypted_data;
-    const [version, nonce, sealed] = original.split('.') as [string, string, string];
-    const flip = (part: string, index: number) => {
-      const bytes = Buffer.from(part, 'base64url');
-      bytes[index] = (bytes[index] as number) ^ 0x80;
-      return bytes.toString('base64url');
-    };
-    const sealedLength = Buffer.from(sealed, 'base64url').length;
-    const tampered = [
-      `${version}.${flip(nonce, 0)}.${sealed}`,
-      `${version}.${nonce}.${flip(sealed, 0)}`,
-      `${version}.${nonce}.${flip(sealed, sealedLength - 1)}`,
-    ];
-    for (const blob of tampered) {
-      await t.database.db.execute(
-        sql`update credentials set encrypted_data = ${blob} where id = ${credential.id}`,
-      );
-      await expect(
-        t.services.credentials.access({
-          workspaceId: alice.workspaceId,
-          id: credential.id,
-          serviceName: 'svc',
-        }),
-      ).rejects.toMatchObject({ code: 'encryption_key_error', status: 500 });
-    }
-    const failures = (await auditOf(alice, credential.id, '?action=access_failed')).length;
-    expect(failures).toBe(3);
-
-    const other = await createCredential(alice);
-    const elsewhere = await createCredential(mallory);
-    for (const target of [
-      { actor: alice, id: other.id },
-      { actor: mallory, id: elsewhere.id },
-    ]) {
-      await t.database.db.execute(
-        sql`update credentials set encrypted_data = ${original} where id = ${target.id}`,
-      );
-      await expect(
-        t.services.credentials.access({
-          workspaceId: target.actor.workspaceId,
-          id: target.id,
-          serviceName: 'svc',
-        }),
-      ).rejects.toMatchObject({ code: 'encryption_key_error' });
-      const [failed] = await auditOf(target.actor, target.id);
-      expect(failed?.action).toBe('access_failed');
-    }
-    const problem = await call(alice, 'POST', `/api/credentials/${other.id}/test`);
+describe('decrypted access (rule C2) over HTTP', () => {
+  it('answers 500 encryption_key_error without internals when the stored data cannot be opened', async () => {
+    // The service test covers every way a blob fails; here, what a client sees of one.
+    const source = await buildCredential(t, alice);
+    const target = await buildCredential(t, alice);
+    await t.rows(sql`update credentials set encrypted_data = (select encrypted_data from credentials
+      where id = ${source.id}) where id = ${target.id}`);
+    const problem = await t.call(alice, 'POST', `/api/credentials/${target.id}/test`);
     expect(problem.statusCode).toBe(500);
+    expect(problem.headers['content-type']).toContain('application/problem+json');
     expect(problem.json()).toMatchObject({ code: 'encryption_key_error' });
     expect(problem.body).not.toContain('authentication');
-  });
-
-  it('fails closed: no plaintext when the access record cannot be written', async () => {
-    const credential = await createCredential(alice);
-    await t.database.db.execute(
-      sql.raw(`create or replace function refuse_audit() returns trigger language plpgsql as $$
-        begin raise exception 'audit store unavailable'; end $$`),
-    );
-    await t.database.db.execute(
-      sql.raw(`create trigger refuse_audit before insert on credential_audit_logs
-        for each row when (new.credential_id = ${credential.id}) execute function refuse_audit()`),
-    );
-    try {
-      await expect(
-        t.services.credentials.access({
-          workspaceId: alice.workspaceId,
-          id: credential.id,
-          serviceName: 'svc',
-        }),
-      ).rejects.toThrow();
-    } finally {
-      await t.database.db.execute(sql.raw('drop trigger refuse_audit on credential_audit_logs'));
-    }
-  });
-
-  it('looks up by name ignoring the environment unless the workspace turns environment lookup on', async () => {
-    const owner = await t.newWorkspace();
-    await createCredential(owner, { name: 'shared', environment: 'dev', data: pgData({ host: 'dev-host' }) });
-    const request = { workspaceId: owner.workspaceId, name: 'shared', serviceName: 'svc', fields: ['host'] };
-    expect(await t.services.credentials.access(request)).toEqual({ host: 'dev-host' });
-    const settings = await call(owner, 'PUT', '/api/credentials/settings', { environment_lookup: true });
-    expect(settings.json()).toMatchObject({ environment_lookup: true, archive_audit_on_delete: true });
-    await expect(t.services.credentials.access(request)).rejects.toMatchObject({
-      code: 'credential_not_found',
-    });
-    expect(await t.services.credentials.access({ ...request, environment: 'dev' })).toEqual({
-      host: 'dev-host',
-    });
+    expect((await auditOf(alice, target.id))[0]?.action).toBe('access_failed');
   });
 });
 
 describe('update (rule C3)', () => {
   it('merges data, re-encrypts, and audits old and new values with data field names only', async () => {
-    const credential = await createCredential(alice, { description: 'old', tags: ['a'] });
+    const credential = await buildCredential(t, alice, { description: 'old', tags: ['a'] });
     const newSecret = `${CANARY}-rotated`;
-    const response = await call(alice, 'PUT', `/api/credentials/${credential.id}`, {
+    const response = await t.call(alice, 'PUT', `/api/credentials/${credential.id}`, {
       description: 'new',
       tags: ['a', 'b'],
       data: { password: newSecret, port: 5433 },
@@ -488,36 +327,36 @@ describe('update (rule C3)', () => {
   });
 
   it('re-checks the duplicate rule when reactivating or renaming', async () => {
-    const first = await createCredential(alice, { name: 'unique-name' });
-    await call(alice, 'PUT', `/api/credentials/${first.id}`, { is_active: false });
-    const second = await createCredential(alice, { name: 'unique-name' });
-    const reactivate = await call(alice, 'PUT', `/api/credentials/${first.id}`, { is_active: true });
+    const first = await buildCredential(t, alice, { name: 'unique-name' });
+    await t.call(alice, 'PUT', `/api/credentials/${first.id}`, { is_active: false });
+    const second = await buildCredential(t, alice, { name: 'unique-name' });
+    const reactivate = await t.call(alice, 'PUT', `/api/credentials/${first.id}`, { is_active: true });
     expect(reactivate.statusCode).toBe(409);
     expect(reactivate.json()).toMatchObject({
       code: 'duplicate_credential',
       detail: 'an active credential named "unique-name" already exists in environment production',
     });
-    const other = await createCredential(alice);
+    const other = await buildCredential(t, alice);
     expect(
-      (await call(alice, 'PUT', `/api/credentials/${other.id}`, { name: 'unique-name' })).statusCode,
+      (await t.call(alice, 'PUT', `/api/credentials/${other.id}`, { name: 'unique-name' })).statusCode,
     ).toBe(409);
     expect(
-      (await call(alice, 'PUT', `/api/credentials/${second.id}`, { data: { port: 'x' } })).json().errors,
+      (await t.call(alice, 'PUT', `/api/credentials/${second.id}`, { data: { port: 'x' } })).json().errors,
     ).toEqual([{ field: 'body.data.port', message: 'must be a number' }]);
   });
 });
 
 describe('delete (rule D)', () => {
   it('audits deleted, archives the trail and removes the row with its records', async () => {
-    const credential = await createCredential(alice, { name: 'to-delete' });
-    expect((await call(alice, 'DELETE', `/api/credentials/${credential.id}`)).statusCode).toBe(204);
-    expect((await call(alice, 'GET', `/api/credentials/${credential.id}`)).statusCode).toBe(404);
+    const credential = await buildCredential(t, alice, { name: 'to-delete' });
+    expect((await t.call(alice, 'DELETE', `/api/credentials/${credential.id}`)).statusCode).toBe(204);
+    expect((await t.call(alice, 'GET', `/api/credentials/${credential.id}`)).statusCode).toBe(404);
     const [left] = await t.rows<{ n: number }>(
       sql`select count(*)::int as n from credential_audit_logs where credential_id = ${credential.id}`,
     );
     expect(left?.n).toBe(0);
     const archive = (
-      await call(alice, 'GET', `/api/credentials/audit-archive?credential_id=${credential.id}`)
+      await t.call(alice, 'GET', `/api/credentials/audit-archive?credential_id=${credential.id}`)
     ).json();
     expect(archive.items.map((r: { action: string }) => r.action)).toEqual(['deleted', 'created']);
     expect(archive.items[0]).toMatchObject({
@@ -527,7 +366,7 @@ describe('delete (rule D)', () => {
   });
 
   it('overwrites the ciphertext with an encrypted marker before the row goes', async () => {
-    const credential = await createCredential(alice);
+    const credential = await buildCredential(t, alice);
     const [before] = await t.rows<{ encrypted_data: string }>(
       sql`select encrypted_data from credentials where id = ${credential.id}`,
     );
@@ -541,7 +380,7 @@ describe('delete (rule D)', () => {
         for each row when (new.id = ${credential.id}) execute function capture_overwrite()`),
     );
     try {
-      expect((await call(alice, 'DELETE', `/api/credentials/${credential.id}`)).statusCode).toBe(204);
+      expect((await t.call(alice, 'DELETE', `/api/credentials/${credential.id}`)).statusCode).toBe(204);
       const captured = await t.rows<{ encrypted_data: string }>(
         sql`select encrypted_data from overwritten where id = ${credential.id}`,
       );
@@ -556,33 +395,36 @@ describe('delete (rule D)', () => {
 
   it('skips the archive when the workspace turns it off, and keeps the archive for admins', async () => {
     const owner = await t.newWorkspace();
-    await call(owner, 'PUT', '/api/credentials/settings', { archive_audit_on_delete: false });
-    const credential = await createCredential(owner);
-    await call(owner, 'DELETE', `/api/credentials/${credential.id}`);
-    expect((await call(owner, 'GET', '/api/credentials/audit-archive')).json().total).toBe(0);
-    await call(owner, 'POST', '/api/workspaces/members', { user_id: 'member-m', role: 'member' });
-    const token = await t.token('member-m');
-    const member = {
-      ...owner,
-      headers: { authorization: `Bearer ${token}`, 'x-workspace-id': owner.workspaceId },
-    };
-    expect((await call(member, 'GET', '/api/credentials/audit-archive')).statusCode).toBe(403);
+    const settings = await t.call(owner, 'PUT', '/api/credentials/settings', {
+      archive_audit_on_delete: false,
+    });
+    expect(settings.statusCode).toBe(200);
+    expect(settings.json()).toEqual({
+      environment_lookup: false,
+      archive_audit_on_delete: false,
+      refuse_private_networks: true,
+    });
+    const credential = await buildCredential(t, owner);
+    await t.call(owner, 'DELETE', `/api/credentials/${credential.id}`);
+    expect((await t.call(owner, 'GET', '/api/credentials/audit-archive')).json().total).toBe(0);
+    const member = await buildMember(t, owner, { role: 'member' });
+    expect((await t.call(member, 'GET', '/api/credentials/audit-archive')).statusCode).toBe(403);
   });
 });
 
 describe('connection test (rule T)', () => {
   const testOf = async (actor: Actor, id: number) => {
-    const response = await call(actor, 'POST', `/api/credentials/${id}/test`);
+    const response = await t.call(actor, 'POST', `/api/credentials/${id}/test`);
     expect(response.statusCode, response.body).toBe(200);
     expect(response.body).not.toContain(CANARY);
     return response.json() as { status: string; message: string };
   };
 
   it('connects to the real PostgreSQL and stores the result', async () => {
-    const credential = await createCredential(alice);
+    const credential = await buildCredential(t, alice);
     const result = await testOf(alice, credential.id);
     expect(result.status).toBe('passed');
-    const details = (await call(alice, 'GET', `/api/credentials/${credential.id}`)).json();
+    const details = (await t.call(alice, 'GET', `/api/credentials/${credential.id}`)).json();
     expect(details).toMatchObject({ test_status: 'passed', test_message: result.message });
     expect(details.last_tested).toBeTruthy();
     const [tested, accessed] = await auditOf(alice, credential.id);
@@ -594,18 +436,18 @@ describe('connection test (rule T)', () => {
   });
 
   it('reports a closed port and an unknown user without the secret', async () => {
-    const closed = await createCredential(alice, { data: pgData({ port: 5499 }) });
+    const closed = await buildCredential(t, alice, { data: postgresData({ port: 5499 }) });
     const result = await testOf(alice, closed.id);
     expect(result).toMatchObject({ status: 'failed' });
     expect(result.message).toContain('5499');
-    const wrongUser = await createCredential(alice, { data: pgData({ username: 'no_such_role' }) });
+    const wrongUser = await buildCredential(t, alice, { data: postgresData({ username: 'no_such_role' }) });
     const failed = await testOf(alice, wrongUser.id);
     expect(failed.status).toBe('failed');
     expect(failed.message).toContain('no_such_role');
   });
 
   it('pings the real Redis', async () => {
-    const credential = await createCredential(alice, {
+    const credential = await buildCredential(t, alice, {
       credential_type_id: types.redis_credentials,
       data: { host: '127.0.0.1', port: 6379 },
     });
@@ -620,12 +462,12 @@ describe('connection test (rule T)', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/me`;
     try {
-      const good = await createCredential(alice, {
+      const good = await buildCredential(t, alice, {
         credential_type_id: types.bearer_token_credentials,
         data: { token: CANARY, test_url: url },
       });
       expect((await testOf(alice, good.id)).status).toBe('passed');
-      const bad = await createCredential(alice, {
+      const bad = await buildCredential(t, alice, {
         credential_type_id: types.bearer_token_credentials,
         data: { token: 'wrong', test_url: url },
       });
@@ -638,19 +480,19 @@ describe('connection test (rule T)', () => {
   });
 
   it('refuses cloud metadata addresses and passes OAuth tokens that are present', async () => {
-    const metadata = await createCredential(alice, {
+    const metadata = await buildCredential(t, alice, {
       credential_type_id: types.api_key_credentials,
       data: { api_key: CANARY, test_url: 'http://169.254.169.254/latest/meta-data/' },
     });
     const refused = await testOf(alice, metadata.id);
     expect(refused.status).toBe('failed');
     expect(refused.message).toContain('169.254.169.254');
-    const oauth = await createCredential(alice, {
+    const oauth = await buildCredential(t, alice, {
       credential_type_id: types.oauth2_credentials,
       data: { client_id: 'c', access_token: CANARY },
     });
     expect((await testOf(alice, oauth.id)).status).toBe('passed');
-    const noToken = await createCredential(alice, {
+    const noToken = await buildCredential(t, alice, {
       credential_type_id: types.oauth2_credentials,
       data: { client_id: 'c' },
     });
@@ -659,19 +501,19 @@ describe('connection test (rule T)', () => {
 
   it('refuses private networks by default', async () => {
     const owner = await t.newWorkspace();
-    expect((await call(owner, 'GET', '/api/credentials/settings')).json()).toMatchObject({
+    expect((await t.call(owner, 'GET', '/api/credentials/settings')).json()).toMatchObject({
       refuse_private_networks: true,
     });
-    const credential = await createCredential(owner);
+    const credential = await buildCredential(t, owner);
     const result = await testOf(owner, credential.id);
     expect(result.status).toBe('failed');
     expect(result.message).toContain('127.0.0.1');
   });
 
   it('goes through decrypted access: an inactive credential is refused and audited', async () => {
-    const credential = await createCredential(alice);
-    await call(alice, 'PUT', `/api/credentials/${credential.id}`, { is_active: false });
-    const response = await call(alice, 'POST', `/api/credentials/${credential.id}/test`);
+    const credential = await buildCredential(t, alice);
+    await t.call(alice, 'PUT', `/api/credentials/${credential.id}`, { is_active: false });
+    const response = await t.call(alice, 'POST', `/api/credentials/${credential.id}/test`);
     expect(response.statusCode).toBe(403);
     expect(response.json().code).toBe('credential_inactive');
     expect((await auditOf(alice, credential.id))[0]?.action).toBe('access_denied');
@@ -680,7 +522,7 @@ describe('connection test (rule T)', () => {
 
 describe('audit log', () => {
   it('pages by cursor: after=next_cursor gives the older records, with a filter, to the end', async () => {
-    const credential = await createCredential(alice);
+    const credential = await buildCredential(t, alice);
     for (let i = 0; i < 4; i++) {
       await t.services.credentials.access({
         workspaceId: alice.workspaceId,
@@ -688,12 +530,12 @@ describe('audit log', () => {
         serviceName: `s${i}`,
       });
     }
-    const all = (await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs`)).json();
+    const all = (await t.call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs`)).json();
     expect(all.next_cursor).toBeNull();
     const ids: number[] = [];
     let url = `/api/credentials/${credential.id}/audit-logs?action=accessed&limit=3`;
     for (;;) {
-      const page = (await call(alice, 'GET', url)).json();
+      const page = (await t.call(alice, 'GET', url)).json();
       ids.push(...page.items.map((r: { id: number }) => r.id));
       if (page.next_cursor === null) break;
       expect(page.next_cursor).toBe(page.items.at(-1).id);
@@ -705,7 +547,7 @@ describe('audit log', () => {
   });
 
   it('pages newest first, filters by action and time, and verifies the chain', async () => {
-    const credential = await createCredential(alice);
+    const credential = await buildCredential(t, alice);
     for (let i = 0; i < 3; i++) {
       await t.services.credentials.access({
         workspaceId: alice.workspaceId,
@@ -713,8 +555,8 @@ describe('audit log', () => {
         serviceName: `s${i}`,
       });
     }
-    await call(alice, 'PUT', `/api/credentials/${credential.id}`, { description: 'x' });
-    const page = (await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs?limit=2`)).json();
+    await t.call(alice, 'PUT', `/api/credentials/${credential.id}`, { description: 'x' });
+    const page = (await t.call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs?limit=2`)).json();
     expect(page).toMatchObject({ total: 5, limit: 2, offset: 0 });
     expect(page.items.map((r: { action: string }) => r.action)).toEqual(['updated', 'accessed']);
     for (const record of page.items) {
@@ -736,33 +578,12 @@ describe('audit log', () => {
     const future = new Date(Date.now() + 60_000).toISOString();
     expect((await auditOf(alice, credential.id, `?from=${encodeURIComponent(future)}`)).length).toBe(0);
     expect((await auditOf(alice, credential.id, `?to=${encodeURIComponent(future)}`)).length).toBe(5);
-    const verify = await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs/verify`);
+    const verify = await t.call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs/verify`);
     expect(verify.json()).toEqual({ intact: true, records: 5, first_broken: null });
   });
 
-  it('keeps one unbroken chain under concurrent accesses, updates and tests', async () => {
-    const credential = await createCredential(alice);
-    const other = await createCredential(alice);
-    const work: Promise<unknown>[] = [];
-    for (let i = 0; i < 40; i++) {
-      for (const id of [credential.id, other.id]) {
-        work.push(
-          t.services.credentials.access({ workspaceId: alice.workspaceId, id, serviceName: `s${i}` }),
-        );
-      }
-      if (i % 10 === 0)
-        work.push(call(alice, 'PUT', `/api/credentials/${credential.id}`, { description: `d${i}` }));
-    }
-    await Promise.all(work);
-    for (const id of [credential.id, other.id]) {
-      const verify = (await call(alice, 'GET', `/api/credentials/${id}/audit-logs/verify`)).json();
-      expect(verify).toMatchObject({ intact: true, first_broken: null });
-      expect((await auditOf(alice, id, '?action=accessed&limit=200')).length).toBe(40);
-    }
-  });
-
   it('reports the first tampered record', async () => {
-    const credential = await createCredential(alice);
+    const credential = await buildCredential(t, alice);
     await t.services.credentials.access({
       workspaceId: alice.workspaceId,
       id: credential.id,
@@ -778,13 +599,13 @@ describe('audit log', () => {
     await t.database.db.execute(
       sql`update credential_audit_logs set metadata = jsonb_set(metadata, '{service_name}', '"forged"') where id = ${target.id}`,
     );
-    const verify = (await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs/verify`)).json();
+    const verify = (await t.call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs/verify`)).json();
     expect(verify).toMatchObject({
       intact: false,
       first_broken: { id: target.id, reason: 'content does not match its hash' },
     });
     await t.database.db.execute(sql`delete from credential_audit_logs where id = ${target.id}`);
-    const gap = (await call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs/verify`)).json();
+    const gap = (await t.call(alice, 'GET', `/api/credentials/${credential.id}/audit-logs/verify`)).json();
     expect(gap).toMatchObject({
       intact: false,
       first_broken: { reason: 'prev_hash does not match the record before it' },
@@ -794,7 +615,7 @@ describe('audit log', () => {
 
 describe('workspace isolation', () => {
   it('answers 404 for another workspace’s credential everywhere', async () => {
-    const credential = await createCredential(alice, { name: 'alice-only' });
+    const credential = await buildCredential(t, alice, { name: 'alice-only' });
     for (const [method, url, payload] of [
       ['GET', `/api/credentials/${credential.id}`],
       ['PUT', `/api/credentials/${credential.id}`, { description: 'pwned' }],
@@ -803,24 +624,24 @@ describe('workspace isolation', () => {
       ['GET', `/api/credentials/${credential.id}/audit-logs`],
       ['GET', `/api/credentials/${credential.id}/audit-logs/verify`],
     ] as const) {
-      const response = await call(mallory, method, url, payload);
+      const response = await t.call(mallory, method, url, payload);
       expect(response.statusCode, `${method} ${url}`).toBe(404);
       expect(response.json().code).toBe('credential_not_found');
     }
-    expect((await call(mallory, 'GET', '/api/credentials?q=alice-only')).json().total).toBe(0);
-    expect((await call(alice, 'GET', `/api/credentials/${credential.id}`)).statusCode).toBe(200);
+    expect((await t.call(mallory, 'GET', '/api/credentials?q=alice-only')).json().total).toBe(0);
+    expect((await t.call(alice, 'GET', `/api/credentials/${credential.id}`)).statusCode).toBe(200);
   });
 
   it('requires authentication on every vault route', async () => {
     for (const url of ['/api/credentials', '/api/credentials/types', '/api/credentials/1/audit-logs']) {
-      expect((await t.app.inject({ method: 'GET', url })).statusCode).toBe(401);
+      expect((await t.call(undefined, 'GET', url)).statusCode).toBe(401);
     }
   });
 });
 
 describe('the canary secret', () => {
   it('is stored only as ciphertext: not in any text column, plain, base64 or hex', async () => {
-    await createCredential(alice, { name: 'canary-holder' });
+    await buildCredential(t, alice, { name: 'canary-holder' });
     const forms = [CANARY, Buffer.from(CANARY).toString('base64'), Buffer.from(CANARY).toString('hex')];
     const columns = await t.rows<{ table_name: string; column_name: string }>(sql`
       select table_name, column_name from information_schema.columns
@@ -841,11 +662,11 @@ describe('the canary secret', () => {
 describe('master keys', () => {
   it('reports workspace keys per key id to platform admins only', async () => {
     const admin = t.owner;
-    const status = await call(admin, 'GET', '/api/credentials/encryption-keys');
+    const status = await t.call(admin, 'GET', '/api/credentials/encryption-keys');
     expect(status.statusCode).toBe(200);
     const current = status.json().keys.find((k: { current: boolean }) => k.current);
     expect(current).toMatchObject({ configured: true });
     expect(current.workspace_keys).toBeGreaterThanOrEqual(2);
-    expect((await call(alice, 'GET', '/api/credentials/encryption-keys')).statusCode).toBe(403);
+    expect((await t.call(alice, 'GET', '/api/credentials/encryption-keys')).statusCode).toBe(403);
   });
 });

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
+import type { Actor } from '../helpers/api-client.ts';
+import { buildApiKey } from '../helpers/factories.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let t: TestApp;
 let alice: Actor;
@@ -10,8 +12,9 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
+/** A raw body as alice: the bytes and content type under test, not a serialised object. */
 const post = (payload: string, contentType = 'application/json', url = '/api/agents') =>
-  t.app.inject({ method: 'POST', url, headers: { ...alice.headers, 'content-type': contentType }, payload });
+  t.call(alice, 'POST', url, payload, { headers: { 'content-type': contentType } });
 
 function expectProblem(
   response: { statusCode: number; headers: Record<string, unknown>; json(): any },
@@ -83,7 +86,7 @@ describe('bad input answers 4xx naming the field', () => {
   });
 
   it('bad UUIDs in the path', async () => {
-    const response = await t.app.inject({ method: 'GET', url: '/api/workflows/42', headers: alice.headers });
+    const response = await t.call(alice, 'GET', '/api/workflows/42');
     expect(expectProblem(response, 400).errors).toEqual([
       { field: 'params.id', message: 'must be a valid UUID' },
     ]);
@@ -91,11 +94,7 @@ describe('bad input answers 4xx naming the field', () => {
 
   it('limit and offset out of range or not numbers', async () => {
     for (const query of ['limit=0', 'limit=201', 'limit=abc', 'offset=-1']) {
-      const response = await t.app.inject({
-        method: 'GET',
-        url: `/api/agents?${query}`,
-        headers: alice.headers,
-      });
+      const response = await t.call(alice, 'GET', `/api/agents?${query}`);
       const field = query.split('=')[0];
       expect(expectProblem(response, 400).errors[0].field).toBe(`query.${field}`);
     }
@@ -108,42 +107,29 @@ describe('bad input answers 4xx naming the field', () => {
   });
 
   it('an unknown route', async () => {
-    const response = await t.app.inject({ method: 'GET', url: '/api/nothing-here', headers: alice.headers });
+    const response = await t.call(alice, 'GET', '/api/nothing-here');
     expect(expectProblem(response, 404).code).toBe('route_not_found');
   });
 });
 
 describe('request ids and logs', () => {
   it('gives every response an X-Request-Id and keeps a well-formed incoming one', async () => {
-    const fresh = await t.app.inject({ method: 'GET', url: '/api/health' });
+    const fresh = await t.call(undefined, 'GET', '/api/health');
     expect(fresh.headers['x-request-id']).toMatch(/^req-[0-9a-f-]{36}$/);
-    const kept = await t.app.inject({
-      method: 'GET',
-      url: '/api/health',
+    const kept = await t.call(undefined, 'GET', '/api/health', undefined, {
       headers: { 'x-request-id': 'trace-123' },
     });
     expect(kept.headers['x-request-id']).toBe('trace-123');
-    const hostile = await t.app.inject({
-      method: 'GET',
-      url: '/api/health',
+    const hostile = await t.call(undefined, 'GET', '/api/health', undefined, {
       headers: { 'x-request-id': 'a b\nc' },
     });
     expect(hostile.headers['x-request-id']).toMatch(/^req-/);
   });
 
   it('writes one structured line per request with its id, and never a credential', async () => {
-    const key = (
-      await t.app.inject({
-        method: 'POST',
-        url: '/api/workspaces/api-keys',
-        headers: alice.headers,
-        payload: { name: 'k' },
-      })
-    ).json().key as string;
+    const { key } = await buildApiKey(t, alice);
     const marker = `log-check-${Date.now()}`;
-    const response = await t.app.inject({
-      method: 'GET',
-      url: `/api/agents?q=${marker}`,
+    const response = await t.call(undefined, 'GET', `/api/agents?q=${marker}`, undefined, {
       headers: {
         authorization: alice.headers.authorization as string,
         'x-api-key': key,
@@ -151,7 +137,7 @@ describe('request ids and logs', () => {
       },
     });
     expect(response.statusCode).toBe(200);
-    await t.app.inject({ method: 'POST', url: '/api/agents', headers: alice.headers, payload: '{bad' });
+    await post('{bad');
     const lines = t.logs.filter((line) => line.request_id === marker);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({

@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH, MAX_RAW_PARAM_LENGTH } from '../../src/http/input-guard.ts';
-import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
+import type { Actor, Method } from '../helpers/api-client.ts';
+import { credentialTypeId } from '../helpers/factories.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let t: TestApp;
 let alice: Actor;
@@ -12,26 +14,14 @@ let apiKeyType: number;
 beforeAll(async () => {
   t = await createTestApp();
   alice = await t.newWorkspace('alice-hostile');
-  const types = await t.app.inject({ method: 'GET', url: '/api/credentials/types', headers: alice.headers });
-  apiKeyType = types.json().items.find((type: { name: string }) => type.name === 'api_key_credentials').id;
+  apiKeyType = await credentialTypeId(t, alice, 'api_key_credentials');
 });
 afterAll(() => t.close());
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+/** As alice; a string payload is sent as raw JSON text (to carry escapes no object can). */
 const call = (method: Method, url: string, payload?: unknown, headers: Record<string, string> = {}) =>
-  t.app.inject({
-    method,
-    url,
-    headers: {
-      ...alice.headers,
-      ...(typeof payload === 'string' ? { 'content-type': 'application/json' } : {}),
-      ...headers,
-    },
-    ...(payload === undefined
-      ? {}
-      : typeof payload === 'string'
-        ? { payload }
-        : { payload: payload as object }),
+  t.call(alice, method, url, payload, {
+    headers: { ...(typeof payload === 'string' ? { 'content-type': 'application/json' } : {}), ...headers },
   });
 
 function expectProblem(
@@ -118,9 +108,7 @@ describe('text PostgreSQL cannot store is a 400 naming the field', () => {
   it('a token whose subject has a NUL byte or is longer than a user id', async () => {
     for (const subject of ['evil\u0000user', 'u'.repeat(256)]) {
       const token = await t.token(subject);
-      const response = await t.app.inject({
-        method: 'GET',
-        url: '/api/workspaces',
+      const response = await t.call(undefined, 'GET', '/api/workspaces', undefined, {
         headers: { authorization: `Bearer ${token}` },
       });
       expect(expectProblem(response, 401).code).toBe('unauthorized');

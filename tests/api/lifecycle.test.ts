@@ -59,11 +59,7 @@ describe('persistence', () => {
     await first.close({ keep: true });
     const second = await createTestApp({ reuse: env });
     try {
-      const response = await second.app.inject({
-        method: 'GET',
-        url: `/api/agents/${agent.id}`,
-        headers: second.owner.headers,
-      });
+      const response = await second.call(second.owner, 'GET', `/api/agents/${agent.id}`);
       expect(response.statusCode).toBe(200);
       expect(response.json().name).toBe('Survivor');
     } finally {

@@ -20,6 +20,7 @@ import { openDatabase } from '../../src/db/client.ts';
 import { readDevIdentity } from '../../src/modules/identity/dev-identity.ts';
 import { loadDevSigningKey, mintDevToken } from '../../src/modules/identity/dev-issuer.ts';
 import { createServices } from '../../src/services.ts';
+import { type Actor, callApi } from '../helpers/api-client.ts';
 import {
   createTestApp,
   createTestDatabaseEnv,
@@ -320,10 +321,16 @@ describe('a database server that cannot be reached', () => {
       audience: config.auth.audience,
       ttlSeconds: 600,
     });
-    const headers = { authorization: `Bearer ${token}`, 'x-workspace-id': randomUUID() };
+    const workspaceId = randomUUID();
+    const actor: Actor = {
+      userId: 'dev-user',
+      workspaceId,
+      token,
+      headers: { authorization: `Bearer ${token}`, 'x-workspace-id': workspaceId },
+    };
     return {
       app,
-      headers,
+      actor,
       close: async () => {
         await app.close();
         await database.close();
@@ -340,22 +347,14 @@ describe('a database server that cannot be reached', () => {
       const service = await serviceAt(await port());
       try {
         let started = performance.now();
-        const health = await service.app.inject({
-          method: 'GET',
-          url: '/api/system/health',
-          headers: service.headers,
-        });
+        const health = await callApi(service.app, service.actor, 'GET', '/api/system/health');
         expect(health.statusCode).toBe(503);
         expect(health.json().status).toBe('Down');
         expect(health.json().components[1]).toMatchObject({ name: 'Database', status: 'down' });
         expect(performance.now() - started).toBeLessThan(4000);
 
         started = performance.now();
-        const list = await service.app.inject({
-          method: 'GET',
-          url: '/api/workflows',
-          headers: service.headers,
-        });
+        const list = await callApi(service.app, service.actor, 'GET', '/api/workflows');
         expect(list.statusCode).toBe(503);
         expect(list.headers['content-type']).toContain('application/problem+json');
         expect(list.headers['retry-after']).toBe('5');
@@ -363,7 +362,7 @@ describe('a database server that cannot be reached', () => {
         expect(performance.now() - started).toBeLessThan(4000);
 
         // A bad token is still 401: an outage does not let anonymous callers see the health report.
-        const anonymous = await service.app.inject({ method: 'GET', url: '/api/system/health' });
+        const anonymous = await callApi(service.app, undefined, 'GET', '/api/system/health');
         expect(anonymous.statusCode).toBe(401);
       } finally {
         await service.close();
@@ -381,15 +380,10 @@ describe('logging a failed statement', () => {
       await t.rows(
         sql.raw(`alter table agents add constraint no_sentinel check (system_prompt not like '%sentinel-%')`),
       );
-      const response = await t.app.inject({
-        method: 'POST',
-        url: '/api/agents',
-        headers: t.owner.headers,
-        payload: {
-          name: `Agent ${marker}`,
-          system_prompt: `You are secret ${marker}`,
-          model: { provider: 'openai', name: 'gpt-4o-mini' },
-        },
+      const response = await t.call(t.owner, 'POST', '/api/agents', {
+        name: `Agent ${marker}`,
+        system_prompt: `You are secret ${marker}`,
+        model: { provider: 'openai', name: 'gpt-4o-mini' },
       });
       expect(response.statusCode).toBe(500);
       expect(response.json().code).toBe('internal_error');

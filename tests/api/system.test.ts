@@ -10,18 +10,14 @@ afterAll(() => t.close());
 
 describe('health', () => {
   it('serves a public liveness probe with no details', async () => {
-    const response = await t.app.inject({ method: 'GET', url: '/api/health' });
+    const response = await t.call(undefined, 'GET', '/api/health');
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ status: 'ok' });
   });
 
   it('reports components behind authentication', async () => {
-    expect((await t.app.inject({ method: 'GET', url: '/api/system/health' })).statusCode).toBe(401);
-    const response = await t.app.inject({
-      method: 'GET',
-      url: '/api/system/health',
-      headers: t.owner.headers,
-    });
+    expect((await t.call(undefined, 'GET', '/api/system/health')).statusCode).toBe(401);
+    const response = await t.call(t.owner, 'GET', '/api/system/health');
     expect(response.statusCode).toBe(200);
     const report = response.json();
     expect(report.status).toBe('Operational');
@@ -36,15 +32,11 @@ describe('health', () => {
   });
 
   it('needs a valid token but no workspace, so it can answer while memberships cannot be read', async () => {
-    const response = await t.app.inject({
-      method: 'GET',
-      url: '/api/system/health',
+    const response = await t.call(undefined, 'GET', '/api/system/health', undefined, {
       headers: { authorization: t.owner.headers.authorization as string },
     });
     expect(response.statusCode).toBe(200);
-    const invalid = await t.app.inject({
-      method: 'GET',
-      url: '/api/system/health',
+    const invalid = await t.call(undefined, 'GET', '/api/system/health', undefined, {
       headers: { authorization: 'Bearer not.a.token' },
     });
     expect(invalid.statusCode).toBe(401);
@@ -65,7 +57,7 @@ describe('health', () => {
 
 describe('OpenAPI', () => {
   it('documents every route with a summary, description, tags and the shared errors', async () => {
-    const response = await t.app.inject({ method: 'GET', url: '/docs/json' });
+    const response = await t.call(undefined, 'GET', '/docs/json');
     expect(response.statusCode).toBe(200);
     const doc = response.json();
     expect(doc.components.schemas.Problem).toBeDefined();
@@ -85,7 +77,7 @@ describe('OpenAPI', () => {
   });
 
   it('serves the interactive docs without authentication', async () => {
-    const response = await t.app.inject({ method: 'GET', url: '/docs/' });
+    const response = await t.call(undefined, 'GET', '/docs/');
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toContain('text/html');
   });

@@ -1,7 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
+import type { Actor } from '../helpers/api-client.ts';
+import { buildCredential, buildMember, postgresData } from '../helpers/factories.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 const CANARY = 'canary-Stored-Key-31c7';
 
@@ -21,7 +23,6 @@ let t: TestApp;
 let owner: Actor;
 let member: Actor;
 let admin: Actor;
-let types: Record<string, number>;
 let honest: Awaited<ReturnType<typeof listener>>;
 let attacker: Awaited<ReturnType<typeof listener>>;
 
@@ -29,28 +30,8 @@ beforeAll(async () => {
   // Loopback listeners stand in for the real API and the attacker's server.
   t = await createTestApp({ env: { VAULT_ALLOW_LOOPBACK: 'true' } });
   owner = await t.newWorkspace('vault-owner');
-  for (const [userId, role] of [
-    ['vault-member', 'member'],
-    ['vault-admin', 'admin'],
-  ] as const) {
-    const added = await call(owner, 'POST', '/api/workspaces/members', { user_id: userId, role });
-    if (added.statusCode !== 201) throw new Error(added.body);
-  }
-  const as = async (userId: string): Promise<Actor> => {
-    const token = await t.token(userId);
-    return {
-      userId,
-      workspaceId: owner.workspaceId,
-      token,
-      headers: { authorization: `Bearer ${token}`, 'x-workspace-id': owner.workspaceId },
-    };
-  };
-  member = await as('vault-member');
-  admin = await as('vault-admin');
-  const list = await call(owner, 'GET', '/api/credentials/types');
-  types = Object.fromEntries(
-    list.json().items.map((type: { name: string; id: number }) => [type.name, type.id]),
-  );
+  member = await buildMember(t, owner, { user_id: 'vault-member', role: 'member' });
+  admin = await buildMember(t, owner, { user_id: 'vault-admin', role: 'admin' });
   honest = await listener();
   attacker = await listener();
 });
@@ -60,32 +41,27 @@ afterAll(async () => {
   await t.close();
 });
 
-function call(actor: Actor, method: 'GET' | 'POST' | 'PUT', url: string, payload?: object) {
-  return t.app.inject({ method, url, headers: actor.headers, ...(payload ? { payload } : {}) });
-}
-
-let counter = 0;
+/** An API-key credential whose connection test sends the canary to the honest listener. */
 async function apiKeyCredential() {
-  counter += 1;
-  const created = await call(owner, 'POST', '/api/credentials', {
-    name: `redirect-${counter}`,
-    credential_type_id: types.api_key_credentials,
+  const credential = await buildCredential(t, owner, {
+    credential_type: 'api_key_credentials',
     data: { api_key: CANARY, test_url: honest.url },
   });
-  expect(created.statusCode, created.body).toBe(201);
-  return created.json().id as number;
+  return credential.id;
 }
 
 describe('a secret cannot be sent elsewhere by someone who cannot read it', () => {
   it('a member cannot read the key', async () => {
     const id = await apiKeyCredential();
-    const details = await call(member, 'GET', `/api/credentials/${id}`);
+    const details = await t.call(member, 'GET', `/api/credentials/${id}`);
     expect(details.json().data).toMatchObject({ api_key: '********', test_url: honest.url });
   });
 
   it('refuses a member who moves test_url without the key; the test still goes to the old address', async () => {
     const id = await apiKeyCredential();
-    const refused = await call(member, 'PUT', `/api/credentials/${id}`, { data: { test_url: attacker.url } });
+    const refused = await t.call(member, 'PUT', `/api/credentials/${id}`, {
+      data: { test_url: attacker.url },
+    });
     expect(refused.statusCode, refused.body).toBe(403);
     expect(refused.headers['content-type']).toContain('application/problem+json');
     const problem = refused.json();
@@ -98,70 +74,63 @@ describe('a secret cannot be sent elsewhere by someone who cannot read it', () =
     ]);
     expect(problem.detail).toContain('decides where');
 
-    const tested = await call(member, 'POST', `/api/credentials/${id}/test`);
+    const tested = await t.call(member, 'POST', `/api/credentials/${id}/test`);
     expect(tested.json().status).toBe('passed');
     expect(attacker.received).toEqual([]);
     expect(honest.received).toContain(CANARY);
-    const details = await call(owner, 'GET', `/api/credentials/${id}`);
+    const details = await t.call(owner, 'GET', `/api/credentials/${id}`);
     expect(details.json().data.test_url).toBe(honest.url);
   });
 
   it('lets a member move test_url when they supply the key again: only their key travels', async () => {
     const id = await apiKeyCredential();
-    const moved = await call(member, 'PUT', `/api/credentials/${id}`, {
+    const moved = await t.call(member, 'PUT', `/api/credentials/${id}`, {
       data: { test_url: attacker.url, api_key: 'the-members-own-key' },
     });
     expect(moved.statusCode, moved.body).toBe(200);
-    await call(member, 'POST', `/api/credentials/${id}/test`);
+    await t.call(member, 'POST', `/api/credentials/${id}/test`);
     expect(attacker.received).toEqual(['the-members-own-key']);
     attacker.received.length = 0;
   });
 
   it('lets a member change fields that do not decide the destination', async () => {
     const id = await apiKeyCredential();
-    const renamed = await call(member, 'PUT', `/api/credentials/${id}`, {
+    const renamed = await t.call(member, 'PUT', `/api/credentials/${id}`, {
       name: `renamed-${id}`,
       tags: ['x'],
     });
     expect(renamed.statusCode, renamed.body).toBe(200);
-    const sameUrl = await call(member, 'PUT', `/api/credentials/${id}`, { data: { test_url: honest.url } });
+    const sameUrl = await t.call(member, 'PUT', `/api/credentials/${id}`, { data: { test_url: honest.url } });
     expect(sameUrl.statusCode, sameUrl.body).toBe(200);
   });
 
   it('lets an admin move test_url without the key', async () => {
     const id = await apiKeyCredential();
-    const moved = await call(admin, 'PUT', `/api/credentials/${id}`, { data: { test_url: attacker.url } });
+    const moved = await t.call(admin, 'PUT', `/api/credentials/${id}`, { data: { test_url: attacker.url } });
     expect(moved.statusCode, moved.body).toBe(200);
-    await call(admin, 'POST', `/api/credentials/${id}/test`);
+    await t.call(admin, 'POST', `/api/credentials/${id}/test`);
     expect(attacker.received).toEqual([CANARY]);
     attacker.received.length = 0;
   });
 
   it('derives the destination from the type: host, port and TLS of a database credential, base_url of an AI one', async () => {
-    const pg = await call(owner, 'POST', '/api/credentials', {
-      name: `pg-${counter++}`,
-      credential_type_id: types.postgres_credentials,
-      data: { host: '127.0.0.1', database: 'postgres', username: 'postgres', password: CANARY, ssl: true },
-    });
-    expect(pg.statusCode, pg.body).toBe(201);
-    const pgId = pg.json().id;
+    const pgId = (await buildCredential(t, owner, { data: postgresData({ password: CANARY, ssl: true }) }))
+      .id;
     // Turning TLS off sends the password in clear text: a redirect of how it travels.
     for (const data of [{ host: 'evil.example' }, { port: 5433 }, { ssl: false }]) {
-      const refused = await call(member, 'PUT', `/api/credentials/${pgId}`, { data });
+      const refused = await t.call(member, 'PUT', `/api/credentials/${pgId}`, { data });
       expect(refused.statusCode, refused.body).toBe(403);
       expect(refused.json().errors[0].field).toBe('body.data.password');
     }
     expect(
-      (await call(member, 'PUT', `/api/credentials/${pgId}`, { data: { database: 'other' } })).statusCode,
+      (await t.call(member, 'PUT', `/api/credentials/${pgId}`, { data: { database: 'other' } })).statusCode,
     ).toBe(200);
 
-    const openai = await call(owner, 'POST', '/api/credentials', {
-      name: `ai-${counter++}`,
-      credential_type_id: types.openai_credentials,
+    const openai = await buildCredential(t, owner, {
+      credential_type: 'openai_credentials',
       data: { api_key: CANARY },
     });
-    expect(openai.statusCode, openai.body).toBe(201);
-    const refused = await call(member, 'PUT', `/api/credentials/${openai.json().id}`, {
+    const refused = await t.call(member, 'PUT', `/api/credentials/${openai.id}`, {
       data: { base_url: attacker.url },
     });
     expect(refused.statusCode, refused.body).toBe(403);
@@ -171,13 +140,14 @@ describe('a secret cannot be sent elsewhere by someone who cannot read it', () =
 
 describe('private networks', () => {
   it('are refused by default; VAULT_ALLOW_LOOPBACK admits loopback only', async () => {
-    expect((await call(owner, 'GET', '/api/credentials/settings')).json().refuse_private_networks).toBe(true);
-    const created = await call(owner, 'POST', '/api/credentials', {
-      name: `private-${counter++}`,
-      credential_type_id: types.api_key_credentials,
+    expect((await t.call(owner, 'GET', '/api/credentials/settings')).json().refuse_private_networks).toBe(
+      true,
+    );
+    const created = await buildCredential(t, owner, {
+      credential_type: 'api_key_credentials',
       data: { api_key: CANARY, test_url: 'http://10.0.0.1/probe' },
     });
-    const tested = await call(owner, 'POST', `/api/credentials/${created.json().id}/test`);
+    const tested = await t.call(owner, 'POST', `/api/credentials/${created.id}/test`);
     expect(tested.json()).toMatchObject({ status: 'failed' });
     expect(tested.json().message).toContain('10.0.0.0/8');
   });

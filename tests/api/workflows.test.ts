@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Actor } from '../helpers/api-client.ts';
 import { buildAgent, buildWorkflow } from '../helpers/factories.ts';
-import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let t: TestApp;
 let alice: Actor;
@@ -13,14 +14,11 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const call = (actor: Actor, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) =>
-  t.app.inject({ method, url, headers: actor.headers, ...(payload ? { payload } : {}) });
-
 describe('workflows CRUD', () => {
   it('creates a workflow with ordered agents and the default policy', async () => {
     const reviewer = await buildAgent(t, alice);
     const writer = await buildAgent(t, alice);
-    const response = await call(alice, 'POST', '/api/workflows', {
+    const response = await t.call(alice, 'POST', '/api/workflows', {
       name: 'Review PR',
       goal: 'Review {{repo}} pull request {{pr}}',
       agents: [writer.id, reviewer.id],
@@ -48,7 +46,7 @@ describe('workflows CRUD', () => {
       max_retries: 0,
       timeout_seconds: 900,
     });
-    const updated = await call(alice, 'PUT', `/api/workflows/${workflow.id}`, {
+    const updated = await t.call(alice, 'PUT', `/api/workflows/${workflow.id}`, {
       execution_policy: { error_handling: 'retry', max_retries: 3 },
       is_template: true,
     });
@@ -63,7 +61,7 @@ describe('workflows CRUD', () => {
   it('rejects agent ids that are not in the workspace, naming each position', async () => {
     const mine = await buildAgent(t, alice);
     const theirs = await buildAgent(t, mallory);
-    const response = await call(alice, 'POST', '/api/workflows', {
+    const response = await t.call(alice, 'POST', '/api/workflows', {
       name: 'x',
       agents: [mine.id, theirs.id, '00000000-0000-4000-8000-000000000000'],
     });
@@ -73,7 +71,7 @@ describe('workflows CRUD', () => {
       'body.agents.2',
     ]);
     const workflow = await buildWorkflow(t, alice);
-    const update = await call(alice, 'PUT', `/api/workflows/${workflow.id}`, { agents: [theirs.id] });
+    const update = await t.call(alice, 'PUT', `/api/workflows/${workflow.id}`, { agents: [theirs.id] });
     expect(update.statusCode).toBe(400);
     expect(update.json().errors[0].field).toBe('body.agents.0');
   });
@@ -82,12 +80,12 @@ describe('workflows CRUD', () => {
     const a = await buildAgent(t, alice);
     const b = await buildAgent(t, alice);
     const workflow = await buildWorkflow(t, alice, { agents: [a.id, b.id, a.id] });
-    expect((await call(alice, 'DELETE', `/api/agents/${a.id}`)).statusCode).toBe(204);
-    expect((await call(alice, 'GET', `/api/workflows/${workflow.id}`)).json().agents).toEqual([b.id]);
+    expect((await t.call(alice, 'DELETE', `/api/agents/${a.id}`)).statusCode).toBe(204);
+    expect((await t.call(alice, 'GET', `/api/workflows/${workflow.id}`)).json().agents).toEqual([b.id]);
   });
 
   it('rejects bad policy values naming the field', async () => {
-    const response = await call(alice, 'POST', '/api/workflows', {
+    const response = await t.call(alice, 'POST', '/api/workflows', {
       name: 'x',
       execution_policy: { mode: 'random', timeout_seconds: 0 },
     });
@@ -99,8 +97,8 @@ describe('workflows CRUD', () => {
 
   it('deletes with 204, then 404', async () => {
     const workflow = await buildWorkflow(t, alice);
-    expect((await call(alice, 'DELETE', `/api/workflows/${workflow.id}`)).statusCode).toBe(204);
-    expect((await call(alice, 'GET', `/api/workflows/${workflow.id}`)).json().code).toBe(
+    expect((await t.call(alice, 'DELETE', `/api/workflows/${workflow.id}`)).statusCode).toBe(204);
+    expect((await t.call(alice, 'GET', `/api/workflows/${workflow.id}`)).json().code).toBe(
       'workflow_not_found',
     );
   });
@@ -118,13 +116,13 @@ describe('workflow list', () => {
         is_template: i === 0,
       });
     }
-    const all = (await call(owner, 'GET', '/api/workflows?limit=2&offset=1')).json();
+    const all = (await t.call(owner, 'GET', '/api/workflows?limit=2&offset=1')).json();
     expect(all).toMatchObject({ total: 5, limit: 2, offset: 1 });
     expect(all.items.map((w: { name: string }) => w.name)).toEqual(['Flow 3', 'Flow 2']);
-    expect((await call(owner, 'GET', '/api/workflows?q=deploy')).json().total).toBe(1);
-    expect((await call(owner, 'GET', '/api/workflows?status=Running')).json().total).toBe(1);
-    expect((await call(owner, 'GET', '/api/workflows?tag=odd')).json().total).toBe(2);
-    expect((await call(owner, 'GET', '/api/workflows?is_template=true')).json().total).toBe(1);
+    expect((await t.call(owner, 'GET', '/api/workflows?q=deploy')).json().total).toBe(1);
+    expect((await t.call(owner, 'GET', '/api/workflows?status=Running')).json().total).toBe(1);
+    expect((await t.call(owner, 'GET', '/api/workflows?tag=odd')).json().total).toBe(2);
+    expect((await t.call(owner, 'GET', '/api/workflows?is_template=true')).json().total).toBe(1);
   });
 });
 
@@ -132,12 +130,12 @@ describe('workspace isolation', () => {
   it('answers 404 for another workspace’s workflow on every route', async () => {
     const workflow = await buildWorkflow(t, alice, { name: 'Alice private flow' });
     for (const [method, payload] of [['GET'], ['PUT', { name: 'pwned' }], ['DELETE']] as const) {
-      const response = await call(mallory, method, `/api/workflows/${workflow.id}`, payload);
+      const response = await t.call(mallory, method, `/api/workflows/${workflow.id}`, payload);
       expect(response.statusCode).toBe(404);
       expect(response.body).not.toContain('Alice private flow');
     }
-    expect((await call(mallory, 'GET', '/api/workflows?q=Alice')).json().total).toBe(0);
-    expect((await call(alice, 'GET', `/api/workflows/${workflow.id}`)).json().name).toBe(
+    expect((await t.call(mallory, 'GET', '/api/workflows?q=Alice')).json().total).toBe(0);
+    expect((await t.call(alice, 'GET', `/api/workflows/${workflow.id}`)).json().name).toBe(
       'Alice private flow',
     );
   });

@@ -9,7 +9,7 @@ export interface Actor {
   headers: Record<string, string>;
 }
 
-export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** Extra request options: headers merged over the actor's, a raw payload, a query object. */
 export type CallOptions = Omit<InjectOptions, 'method' | 'url' | 'payload' | 'body'> & {
@@ -36,12 +36,3 @@ export function callApi(
     ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }),
   });
 }
-
-/** `callApi` bound to one app and actor: `api.get('/api/agents')`, `api.post(url, body)`. */
-export function apiClient(app: App, actor?: Actor) {
-  const call = (method: Method) => (url: string, payload?: unknown, options?: CallOptions) =>
-    callApi(app, actor, method, url, payload, options);
-  return { get: call('GET'), post: call('POST'), put: call('PUT'), delete: call('DELETE') };
-}
-
-export type ApiClient = ReturnType<typeof apiClient>;

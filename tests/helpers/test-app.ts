@@ -12,6 +12,7 @@ import type { Database } from '../../src/db/client.ts';
 import { DEV_USER_ID, readDevIdentity } from '../../src/modules/identity/dev-identity.ts';
 import { mintDevToken } from '../../src/modules/identity/dev-issuer.ts';
 import type { Services } from '../../src/services.ts';
+import { type Actor, type CallOptions, callApi, type Method } from './api-client.ts';
 
 /** True when the suite runs against a real PostgreSQL server (CI's second pass). */
 export const onPostgres = Boolean(process.env.POSTGRES_HOST);
@@ -81,20 +82,22 @@ export interface TestApp {
   token(userId?: string, ttlSeconds?: number): Promise<string>;
   /** A new tenant and workspace owned by a new user, with headers to act as them. */
   newWorkspace(userId?: string): Promise<Actor>;
+  /** `userId` acting in `workspaceId` with a fresh development token (membership is not checked here). */
+  actor(userId: string, workspaceId: string): Promise<Actor>;
+  /** Calls the API as `actor` (anonymously when undefined) through the one client, `callApi`. */
+  call(
+    actor: Actor | undefined,
+    method: Method,
+    url: string,
+    payload?: unknown,
+    options?: CallOptions,
+  ): ReturnType<typeof callApi>;
   /** The default workspace and its owner. */
   owner: Actor;
   /** Runs raw SQL (to inspect or tamper with stored data, as an attacker with database access would). */
   rows<T>(query: SQL): Promise<T[]>;
   /** Closes the app and database; the database is dropped unless `keep` is set. */
   close(options?: { keep?: boolean }): Promise<void>;
-}
-
-/** Someone who can call the API, with ready-made headers. */
-export interface Actor {
-  userId: string;
-  workspaceId: string;
-  token: string;
-  headers: Record<string, string>;
 }
 
 /**
@@ -154,6 +157,8 @@ export async function createTestApp(
       if (!owner) throw new Error('the default owner exists in development auth mode only');
       return owner;
     },
+    actor,
+    call: (actor, method, url, payload, options) => callApi(app, actor, method, url, payload, options),
     async newWorkspace(userId = `user-${randomBytes(4).toString('hex')}`) {
       const created = await services.workspaces.createWorkspace(userId, { name: `${userId} workspace` });
       return actor(userId, created.id);

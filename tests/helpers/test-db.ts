@@ -1,3 +1,4 @@
+import type { SQL } from 'drizzle-orm';
 import { loadConfig } from '../../src/config.ts';
 import { type Database, openDatabase } from '../../src/db/client.ts';
 import { migrateDatabase } from '../../src/db/migrate.ts';
@@ -6,6 +7,8 @@ import { createTestDatabaseEnv } from './test-app.ts';
 /** A migrated throwaway database and nothing else: the fixture of service tests. */
 export interface TestDb {
   database: Database;
+  /** Runs raw SQL (to inspect or tamper with stored data, as an attacker with database access would). */
+  rows<T>(query: SQL): Promise<T[]>;
   /** Closes the database and drops it (or removes its PGlite directory). */
   close(): Promise<void>;
 }
@@ -28,6 +31,10 @@ export async function createTestDb(): Promise<TestDb> {
   }
   return {
     database,
+    async rows<T>(query: SQL) {
+      const result = await database.db.execute(query);
+      return (result as unknown as { rows: T[] }).rows;
+    },
     async close() {
       await database.close();
       await dbEnv.drop();

@@ -1,23 +1,35 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../../../tests/helpers/test-app.ts';
+import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
+import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { createSettingsService } from './settings.service.ts';
 
-let t: TestApp;
+let db: TestDb;
 beforeAll(async () => {
-  t = await createTestApp();
+  db = await createTestDb();
 });
-afterAll(() => t.close());
+afterAll(() => db.close());
+
+let seq = 0;
+/** A new workspace (settings rows reference one). */
+async function newWorkspace() {
+  seq += 1;
+  const workspace = await createWorkspacesService(db.database.db).createWorkspace(`user-${seq}`, {
+    name: `workspace ${seq}`,
+  });
+  return { workspaceId: workspace.id };
+}
 
 describe('settings service', () => {
   it('answers the defaults, keeps keys a partial update leaves out, and isolates workspaces', async () => {
-    const settings = createSettingsService(t.database.db);
-    const a = await t.newWorkspace();
-    const b = await t.newWorkspace();
+    const settings = createSettingsService(db.database.db);
+    const a = await newWorkspace();
+    const b = await newWorkspace();
     const defaults = await settings.get(a.workspaceId, 'credentials');
     expect(defaults).toEqual({
       environment_lookup: false,
       archive_audit_on_delete: true,
+      // On by default: connection tests reach only public addresses unless an admin opts out.
       refuse_private_networks: true,
     });
     await settings.update(a.workspaceId, 'credentials', { environment_lookup: true });
@@ -27,9 +39,9 @@ describe('settings service', () => {
   });
 
   it('ignores a stored value that no longer fits the namespace schema', async () => {
-    const settings = createSettingsService(t.database.db);
-    const a = await t.newWorkspace();
-    await t.rows(sql`insert into workspace_settings (workspace_id, key, value)
+    const settings = createSettingsService(db.database.db);
+    const a = await newWorkspace();
+    await db.rows(sql`insert into workspace_settings (workspace_id, key, value)
       values (${a.workspaceId}, 'credentials.environment_lookup', '"yes"'::jsonb)`);
     expect((await settings.get(a.workspaceId, 'credentials')).environment_lookup).toBe(false);
   });

@@ -1,16 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../../../tests/helpers/test-app.ts';
-import { createWorkspacesService } from './workspaces.service.ts';
+import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
+import { createWorkspacesService, type WorkspacesService } from './workspaces.service.ts';
 
-let t: TestApp;
+let db: TestDb;
+let workspaces: WorkspacesService;
 beforeAll(async () => {
-  t = await createTestApp();
+  db = await createTestDb();
+  workspaces = createWorkspacesService(db.database.db);
 });
-afterAll(() => t.close());
+afterAll(() => db.close());
 
 describe('workspaces service', () => {
   it('lets only one of two concurrent owner demotions through', async () => {
-    const service = t.services.workspaces;
+    const service = workspaces;
     const workspace = await service.createWorkspace('owner-1', { name: 'race' });
     const owner1 = { userId: 'owner-1', workspaceId: workspace.id, role: 'owner' as const };
     await service.addMember(owner1, { user_id: 'owner-2', role: 'owner' });
@@ -25,7 +27,7 @@ describe('workspaces service', () => {
   });
 
   it('sees a role change made through it at once, despite the access cache', async () => {
-    const service = t.services.workspaces;
+    const service = workspaces;
     const workspace = await service.createWorkspace('boss', { name: 'cache' });
     const boss = { userId: 'boss', workspaceId: workspace.id, role: 'owner' as const };
     await service.addMember(boss, { user_id: 'temp', role: 'admin' });
@@ -38,7 +40,7 @@ describe('workspaces service', () => {
 
   it('refuses a cached API key once it expires, by the clock', async () => {
     let now = new Date();
-    const service = createWorkspacesService(t.database.db, () => now);
+    const service = createWorkspacesService(db.database.db, () => now);
     const workspace = await service.createWorkspace('keeper', { name: 'keys' });
     const actor = { userId: 'keeper', workspaceId: workspace.id, role: 'owner' as const };
     const expiresAt = new Date(now.getTime() + 60_000);
