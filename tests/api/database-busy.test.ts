@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
+import type { Actor } from '../helpers/api-client.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /** PGlite whatever the suite runs on: the gate exists for the embedded database only. */
 async function pgliteApp(env: NodeJS.ProcessEnv): Promise<TestApp> {
@@ -32,12 +33,7 @@ afterEach(async () => {
 });
 
 const createAgent = (app: TestApp, actor: Actor, name: string) =>
-  app.app.inject({
-    method: 'POST',
-    url: '/api/agents',
-    headers: actor.headers,
-    payload: { name, model: { provider: 'openai', name: 'gpt-4o-mini' } },
-  });
+  app.call(actor, 'POST', '/api/agents', { name, model: { provider: 'openai', name: 'gpt-4o-mini' } });
 
 /** Sends `count` creations at once; returns the names created and the refusals. */
 async function burst(app: TestApp, actor: Actor, count: number) {
@@ -52,11 +48,7 @@ async function burst(app: TestApp, actor: Actor, count: number) {
 async function storedNames(app: TestApp, actor: Actor): Promise<string[]> {
   const names: string[] = [];
   for (let offset = 0; ; offset += 100) {
-    const page = await app.app.inject({
-      method: 'GET',
-      url: `/api/agents?limit=100&offset=${offset}`,
-      headers: actor.headers,
-    });
+    const page = await app.call(actor, 'GET', `/api/agents?limit=100&offset=${offset}`);
     expect(page.statusCode).toBe(200);
     const items = page.json().items as { name: string }[];
     names.push(...items.map((item) => item.name));
