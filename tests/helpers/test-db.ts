@@ -16,11 +16,12 @@ export interface TestDb {
 /**
  * Opens and migrates one throwaway database (PGlite, or a fresh database on the PostgreSQL
  * server when `POSTGRES_HOST` is set), without services or Fastify. One per test file; each test
- * makes its own workspace rather than its own database.
+ * makes its own workspace rather than its own database. `env` adds settings (say a longer
+ * `DB_QUEUE_TIMEOUT_MS` for a test that holds PGlite's one connection on purpose).
  */
-export async function createTestDb(): Promise<TestDb> {
+export async function createTestDb(options: { env?: NodeJS.ProcessEnv } = {}): Promise<TestDb> {
   const dbEnv = await createTestDatabaseEnv();
-  const config = loadConfig(dbEnv.env);
+  const config = loadConfig({ ...dbEnv.env, ...options.env });
   const database = await openDatabase(config.database);
   try {
     await migrateDatabase(database);

@@ -14,7 +14,9 @@ import { type AgentsDependencies, type AgentsService, createAgentsService } from
 
 let db: TestDb;
 beforeAll(async () => {
-  db = await createTestDb();
+  // These tests hold a transaction open on purpose: on PGlite, whose one connection the others
+  // then wait for, the gate must let them wait longer than its default deadline of 300 ms.
+  db = await createTestDb({ env: { DB_QUEUE_TIMEOUT_MS: '30000' } });
 });
 afterAll(() => db.close());
 
