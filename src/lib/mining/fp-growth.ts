@@ -1201,7 +1201,7 @@ function prepare(
     // The shared prefix with the previous distinct row: all of it means a duplicate; otherwise it is
     // what the tree saves over a row scan in steps of pass 1 at the top level (a tree walk visits each
     // node's ancestors, a row scan each occurrence's prefix).
-    const lim = len < prevLen ? len : prevLen;
+    const lim = Math.min(len, prevLen);
     let shared = 0;
     while (shared < lim && flat[start + shared] === rowItems[prevStart + shared]) shared++;
     if (shared === len && len === prevLen) {
