@@ -180,7 +180,11 @@ export function selectJsonPage(db: Db, query: JsonPageQuery) {
     .limit(query.limit)
     .offset(query.offset)
     .as('page');
-  const matching = db.select({ total: count().as('total') }).from(query.from).where(query.where).as('matching');
+  const matching = db
+    .select({ total: count().as('total') })
+    .from(query.from)
+    .where(query.where)
+    .as('matching');
   return db
     .select({
       body: sql<PageJson>`json_build_object(
