@@ -147,6 +147,23 @@ describe('selectJsonPage', () => {
     expect(JSON.parse(row?.body ?? 'null')).toStrictEqual({ items: [], total: 0, limit: 5, offset: 0 });
   });
 
+  it('takes any field name, even the name of the page it builds', async () => {
+    const [row] = await selectJsonPage(t.database.db, {
+      from: things,
+      fields: { page: things.name, total: things.size },
+      where: eq(things.name, 'plain'),
+      orderBy: [asc(things.id)],
+      limit: 5,
+      offset: 0,
+    });
+    expect(JSON.parse(row?.body ?? 'null')).toStrictEqual({
+      items: [{ page: 'plain', total: null }],
+      total: 1,
+      limit: 5,
+      offset: 0,
+    });
+  });
+
   it('refuses a column whose JSON would not be what the API prints', () => {
     const priced = pgTable('json_page_test_priced', {
       id: serial('id').primaryKey(),

@@ -148,7 +148,11 @@ export interface JsonPageQuery {
    */
   fields: Record<string, AnyColumn | SQL>;
   where: SQL | undefined;
-  /** A total order (ending with a unique column), so pages neither overlap nor skip rows. */
+  /**
+   * A total order (ending with a unique column), so pages neither overlap nor skip rows, on
+   * columns of `from` as drizzle writes them (qualified: an unqualified name would sort by the
+   * item's field of that name, a formatted timestamp being text).
+   */
   orderBy: SQL[];
   limit: Placeholder | number;
   offset: Placeholder | number;
@@ -162,7 +166,8 @@ export interface JsonPageQuery {
  *
  * - The items are `json_agg` over the ordered, limited page, the same construction as
  *   PostgREST's: the aggregate reads the subquery's rows in its order. Only the page's rows
- *   are read from the table (through the order's index, when there is one).
+ *   are read from the table (through the order's index, when there is one). The row is
+ *   `page.*`: a bare `page` would mean a field of that name, if the item had one.
  * - The total is a count of the filtered set in the same statement. It is cheaper than
  *   `count(*) over()` on the page query, which carries every matching row to the window
  *   (0.17 against 0.5 ms there), and needs no second query for a page past the end.
@@ -188,7 +193,7 @@ export function selectJsonPage(db: Db, query: JsonPageQuery) {
   return db
     .select({
       body: sql<PageJson>`json_build_object(
-        'items', coalesce((select json_agg(page) from ${page}), '[]'::json),
+        'items', coalesce((select json_agg(page.*) from ${page}), '[]'::json),
         'total', ${matching.total},
         'limit', ${query.limit}::int,
         'offset', ${query.offset}::int)::text`,
