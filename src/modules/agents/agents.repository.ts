@@ -1,5 +1,11 @@
-import { and, count, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
-import { likePattern, PreparedVariants, paginate, totalCount, variantKey } from '../../db/queries.ts';
+import { and, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
+import {
+  likePattern,
+  type PageJson,
+  PreparedVariants,
+  selectJsonPage,
+  variantKey,
+} from '../../db/queries.ts';
 import { type AgentStatus, agents } from '../../db/schema/agents.ts';
 import type { Db } from '../../db/transaction.ts';
 
@@ -22,31 +28,24 @@ export function createAgentsRepository(db: Db) {
     and(eq(agents.workspace_id, workspaceId), eq(agents.id, id));
 
   // The list is the hottest query: one prepared statement per combination of filters
-  // saves building the SQL and PostgreSQL planning it on every request.
+  // saves building the SQL and PostgreSQL planning it on every request, and PostgreSQL
+  // writes the page's JSON itself (`selectJsonPage`).
   const keyOf = (filter: AgentFilter) => variantKey('agents', filter.q, filter.status, filter.tag);
   const listStatements = new PreparedVariants((filter: AgentFilter) => {
     const p = (name: string) => sql.placeholder(name);
-    const where = and(
-      eq(agents.workspace_id, p('workspaceId')),
-      filter.q ? or(ilike(agents.name, p('pattern')), ilike(agents.description, p('pattern'))) : undefined,
-      filter.status ? eq(agents.status, p('status')) : undefined,
-      filter.tag ? sql`${agents.tags} @> ARRAY[${p('tag')}]::text[]` : undefined,
-    );
-    return {
-      page: db
-        .select({ ...getTableColumns(agents), total: totalCount() })
-        .from(agents)
-        .where(where)
-        .orderBy(desc(agents.created_at), desc(agents.id))
-        .limit(p('limit'))
-        .offset(p('offset'))
-        .prepare(`${keyOf(filter)}_page`),
-      count: db
-        .select({ value: count() })
-        .from(agents)
-        .where(where)
-        .prepare(`${keyOf(filter)}_count`),
-    };
+    return selectJsonPage(db, {
+      from: agents,
+      fields: getTableColumns(agents),
+      where: and(
+        eq(agents.workspace_id, p('workspaceId')),
+        filter.q ? or(ilike(agents.name, p('pattern')), ilike(agents.description, p('pattern'))) : undefined,
+        filter.status ? eq(agents.status, p('status')) : undefined,
+        filter.tag ? sql`${agents.tags} @> ARRAY[${p('tag')}]::text[]` : undefined,
+      ),
+      orderBy: [desc(agents.created_at), desc(agents.id)],
+      limit: p('limit'),
+      offset: p('offset'),
+    }).prepare(`${keyOf(filter)}_page`);
   }, keyOf);
 
   return {
@@ -61,21 +60,21 @@ export function createAgentsRepository(db: Db) {
       return row;
     },
 
-    /** Newest first, then by id, so pages are stable while rows are added. */
-    async list(workspaceId: string, filter: AgentFilter) {
-      const params = {
+    /**
+     * Newest first, then by id, so pages are stable while rows are added. Answers the
+     * page as JSON text (`{items, total, limit, offset}`) for the route to send as it is.
+     */
+    async list(workspaceId: string, filter: AgentFilter): Promise<PageJson> {
+      const [result] = await listStatements.get(filter).execute({
         workspaceId,
         pattern: filter.q ? likePattern(filter.q) : '',
         status: filter.status ?? '',
         tag: filter.tag ?? '',
         limit: filter.limit,
         offset: filter.offset,
-      };
-      const { page, count } = listStatements.get(filter);
-      return paginate(filter, await page.execute(params), async () => {
-        const [result] = await count.execute(params);
-        return result?.value ?? 0;
       });
+      if (!result) throw new Error('the agents page query returned no row');
+      return result.body;
     },
 
     async update(workspaceId: string, id: string, changes: AgentChanges): Promise<AgentRow | undefined> {

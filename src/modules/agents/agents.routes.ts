@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { sendJsonText } from '../../http/json-text.ts';
 import { IdParams } from '../../http/schemas.ts';
 import {
   AgentPage,
@@ -23,10 +24,12 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
         description:
           'Agents of the current workspace, newest first. Filters: q (name or description, case-insensitive), status, tag, tenant_id.',
         querystring: ListAgentsQuery,
+        // Documents the page; the body is JSON text the database wrote in this shape,
+        // sent as it is (see `selectJsonPage`), so this schema does not serialise it.
         response: { 200: AgentPage },
       },
     },
-    async (request) => agents.list(request.caller, request.query),
+    async (request, reply) => sendJsonText(reply, await agents.list(request.caller, request.query)),
   );
 
   app.get(

@@ -37,14 +37,15 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
     /**
      * Lists the workspace's agents. `tenant_id` narrows to a tenant; since a workspace
      * belongs to exactly one tenant, any other tenant matches nothing (an empty list,
-     * which reveals nothing about tenants the caller does not belong to).
+     * which reveals nothing about tenants the caller does not belong to). Answers the
+     * page as JSON text, built by the database, for the route to send as it is.
      */
     async list(
       caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>,
       filter: AgentFilter & { tenant_id?: string },
     ) {
       if (filter.tenant_id !== undefined && filter.tenant_id.toLowerCase() !== caller.tenantId) {
-        return { items: [], total: 0, limit: filter.limit, offset: filter.offset };
+        return JSON.stringify({ items: [], total: 0, limit: filter.limit, offset: filter.offset });
       }
       return repo.list(caller.workspaceId, filter);
     },

@@ -12,10 +12,16 @@ import {
   lt,
   notInArray,
   or,
-  type SQL,
   sql,
 } from 'drizzle-orm';
-import { afterCursor, likePattern, nextCursorOf, paginate, totalCount } from '../../db/queries.ts';
+import {
+  afterCursor,
+  likePattern,
+  nextCursorOf,
+  PreparedVariants,
+  paginate,
+  totalCount,
+} from '../../db/queries.ts';
 import {
   type AuditAction,
   credentialAuditArchive,
@@ -70,6 +76,47 @@ export function createCredentialsRepository(db: Db) {
     and(eq(credentials.workspace_id, workspaceId), eq(credentials.id, id));
   const visibleType = (workspaceId: string) =>
     or(isNull(credentialTypes.workspace_id), eq(credentialTypes.workspace_id, workspaceId));
+
+  // The credentials list is a hot read: building its SQL with drizzle cost more CPU than
+  // running it, so each combination of filters is built and prepared once, on first use.
+  const listKey = (filter: CredentialFilter) =>
+    `credentials_${[filter.credential_type_id, filter.environment, filter.is_active, filter.tag]
+      .map((value) => (value === undefined ? 0 : 1))
+      .join('')}${filter.q ? 1 : 0}${filter.expired === undefined ? 'x' : filter.expired ? 't' : 'f'}`;
+  const listStatements = new PreparedVariants((filter: CredentialFilter) => {
+    const p = (name: string) => sql.placeholder(name);
+    const where = and(
+      eq(credentials.workspace_id, p('workspaceId')),
+      filter.credential_type_id === undefined ? undefined : eq(credentials.credential_type_id, p('typeId')),
+      filter.environment === undefined ? undefined : eq(credentials.environment, p('environment')),
+      filter.is_active === undefined ? undefined : eq(credentials.is_active, p('isActive')),
+      filter.tag === undefined ? undefined : sql`${credentials.tags} @> ${p('tag')}::jsonb`,
+      filter.q
+        ? or(ilike(credentials.name, p('pattern')), ilike(credentials.description, p('pattern')))
+        : undefined,
+      filter.expired === true ? lt(credentials.expires_at, p('now')) : undefined,
+      filter.expired === false
+        ? or(isNull(credentials.expires_at), gte(credentials.expires_at, p('now')))
+        : undefined,
+    );
+    return {
+      page: db
+        // Everything but the encrypted blob, which a list never shows: less to send and parse.
+        .select({ credential: listedColumns, type_name: credentialTypes.name, total: totalCount() })
+        .from(credentials)
+        .innerJoin(credentialTypes, eq(credentialTypes.id, credentials.credential_type_id))
+        .where(where)
+        .orderBy(desc(credentials.created_at), desc(credentials.id))
+        .limit(p('limit'))
+        .offset(p('offset'))
+        .prepare(`${listKey(filter)}_page`),
+      count: db
+        .select({ value: count() })
+        .from(credentials)
+        .where(where)
+        .prepare(`${listKey(filter)}_count`),
+    };
+  }, listKey);
 
   return {
     // Credential types: the system ones and the workspace's own.
@@ -235,33 +282,20 @@ export function createCredentialsRepository(db: Db) {
     },
 
     async listCredentials(workspaceId: string, filter: CredentialFilter) {
-      const conditions: (SQL | undefined)[] = [eq(credentials.workspace_id, workspaceId)];
-      if (filter.credential_type_id !== undefined)
-        conditions.push(eq(credentials.credential_type_id, filter.credential_type_id));
-      if (filter.environment !== undefined) conditions.push(eq(credentials.environment, filter.environment));
-      if (filter.is_active !== undefined) conditions.push(eq(credentials.is_active, filter.is_active));
-      if (filter.tag !== undefined)
-        conditions.push(sql`${credentials.tags} @> ${JSON.stringify([filter.tag])}::jsonb`);
-      if (filter.q) {
-        const pattern = likePattern(filter.q);
-        conditions.push(or(ilike(credentials.name, pattern), ilike(credentials.description, pattern)));
-      }
-      if (filter.expired === true) conditions.push(lt(credentials.expires_at, filter.now));
-      if (filter.expired === false) {
-        conditions.push(or(isNull(credentials.expires_at), gte(credentials.expires_at, filter.now)));
-      }
-      const where = and(...conditions);
-      const rows = await db
-        // Everything but the encrypted blob, which a list never shows: less to send and parse.
-        .select({ credential: listedColumns, type_name: credentialTypes.name, total: totalCount() })
-        .from(credentials)
-        .innerJoin(credentialTypes, eq(credentialTypes.id, credentials.credential_type_id))
-        .where(where)
-        .orderBy(desc(credentials.created_at), desc(credentials.id))
-        .limit(filter.limit)
-        .offset(filter.offset);
-      return paginate(filter, rows, async () => {
-        const [result] = await db.select({ value: count() }).from(credentials).where(where);
+      const { page, count } = listStatements.get(filter);
+      const params = {
+        workspaceId,
+        typeId: filter.credential_type_id ?? 0,
+        environment: filter.environment ?? '',
+        isActive: filter.is_active ?? false,
+        tag: JSON.stringify([filter.tag ?? '']),
+        pattern: filter.q ? likePattern(filter.q) : '',
+        now: filter.now,
+        limit: filter.limit,
+        offset: filter.offset,
+      };
+      return paginate(filter, await page.execute(params), async () => {
+        const [result] = await count.execute(params);
         return result?.value ?? 0;
       });
     },
