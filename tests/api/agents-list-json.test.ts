@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Actor } from '../helpers/api-client.ts';
 import { buildAgent } from '../helpers/factories.ts';
-import { type Actor, createTestApp, type TestApp } from '../helpers/test-app.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /**
  * The agents list is JSON that PostgreSQL writes (`selectJsonPage`), the single-agent GET
@@ -12,7 +13,7 @@ let t: TestApp;
 let owner: Actor;
 const ids: string[] = [];
 
-const get = (url: string) => t.app.inject({ method: 'GET', url, headers: owner.headers });
+const get = (url: string) => t.call(owner, 'GET', url);
 
 beforeAll(async () => {
   t = await createTestApp();
@@ -44,11 +45,10 @@ beforeAll(async () => {
     ).id,
   );
   const updated = await buildAgent(t, owner, { name: 'Updated later', tags: [] });
-  const put = await t.app.inject({
-    method: 'PUT',
-    url: `/api/agents/${updated.id}`,
-    headers: owner.headers,
-    payload: { description: null, status: 'Error', config: { retries: 3 } },
+  const put = await t.call(owner, 'PUT', `/api/agents/${updated.id}`, {
+    description: null,
+    status: 'Error',
+    config: { retries: 3 },
   });
   expect(put.statusCode).toBe(200);
   ids.push(updated.id);
@@ -103,7 +103,7 @@ describe('GET /api/agents as JSON written by the database', () => {
 
   it('answers an empty workspace with an empty page', async () => {
     const stranger = await t.newWorkspace('list-json-stranger');
-    const response = await t.app.inject({ method: 'GET', url: '/api/agents', headers: stranger.headers });
+    const response = await t.call(stranger, 'GET', '/api/agents');
     expect(response.json()).toStrictEqual({ items: [], total: 0, limit: 50, offset: 0 });
   });
 });
