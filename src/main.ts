@@ -1,71 +1,7 @@
-import { buildApp } from './app.ts';
-import { boot } from './boot.ts';
-import { ConfigError, loadConfig } from './config.ts';
-import { DirectoryLockedError } from './db/lock.ts';
+import { enableCompileCache } from 'node:module';
 
-/** Starts the service: config -> database -> migrations -> services -> HTTP; stops gracefully. */
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const { database, services } = await boot(config);
-  const app = await buildApp(services);
-  if (services.keySource !== 'environment') {
-    app.log.warn(
-      `ENCRYPTION_KEY is not set: credentials are encrypted with a development key ${services.keySource === 'generated' ? 'just generated' : 'kept'} in ${config.dataDir}/encryption.key. Set ENCRYPTION_KEY for real use; losing that file loses every credential.`,
-    );
-  }
-  const unknownKeys = await services.vaultKeys.unknownKeyIds();
-  if (unknownKeys.length > 0) {
-    app.log.error(
-      { key_ids: unknownKeys },
-      `workspace keys are wrapped by master key(s) ${unknownKeys.join(', ')}, which are not configured: add them to ENCRYPTION_KEYS_PREVIOUS, or their workspaces' credentials cannot be decrypted`,
-    );
-  }
-  if (config.auth.mode === 'dev') {
-    app.log.warn(
-      'development mode: the service issues its own tokens (npm run --silent dev-token); set OIDC_ISSUER for real use',
-    );
-  }
-
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    app.log.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
-    const force = setTimeout(() => {
-      app.log.error('shutdown took longer than 10 s; exiting');
-      process.exit(1);
-    }, 10_000);
-    force.unref();
-    try {
-      await app.close();
-      await database.close();
-      app.log.info('stopped');
-    } catch (error) {
-      app.log.error({ err: error }, 'error during shutdown');
-      process.exitCode = 1;
-    }
-  };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
-
-  try {
-    const address = await app.listen({ host: config.host, port: config.port });
-    const port = app.server.address();
-    const reachable = typeof port === 'object' && port ? `http://127.0.0.1:${port.port}` : address;
-    database.lock?.update({ url: reachable });
-  } catch (error) {
-    await database.close();
-    throw error;
-  }
-}
-
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DirectoryLockedError) {
-    process.stderr.write(`${error.message}\n`);
-  } else {
-    process.stderr.write(
-      `failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-  }
-  process.exit(1);
-});
+// V8's compiled code for every module loaded from here on is kept on disk (the OS temporary
+// directory, or NODE_COMPILE_CACHE), so a restart skips compiling ~1,000 modules: about 0.4 s of
+// a 2.5 s start. Static imports would load before this line runs, hence the dynamic import.
+enableCompileCache();
+await import('./server.ts');
