@@ -9,6 +9,7 @@ import type { DatabaseConfig } from '../config.ts';
 import { acquireDirectoryLock, type DirectoryLock } from './lock.ts';
 import { createResilientPool } from './pg-pool.ts';
 import { PgliteGate } from './pglite-gate.ts';
+import { pgliteTemplateFor } from './pglite-template.ts';
 import * as schema from './schema/index.ts';
 import type { Db } from './transaction.ts';
 
@@ -88,7 +89,11 @@ export async function openDatabase(
   fs.mkdirSync(config.dataDir, { recursive: true });
   const lock = acquireDirectoryLock(config.dataDir, lockInfo);
   try {
-    const pglite = await PGlite.create(pgliteDirectory(config.dataDir), { startParams: PGLITE_START_PARAMS });
+    const directory = pgliteDirectory(config.dataDir);
+    const pglite = await PGlite.create(directory, {
+      startParams: PGLITE_START_PARAMS,
+      loadDataDir: pgliteTemplateFor(directory),
+    });
     for (const oid of DRIZZLE_TEXT_TYPES) pglite.parsers[oid] = asText;
     const gate = new PgliteGate({ timeoutMs: config.queueTimeoutMs, maxQueue: config.queueMax });
     const db = drizzlePglite(gated(pglite, gate), { schema }) as unknown as Db;
