@@ -201,14 +201,6 @@ export function selectJsonPage(db: Db, query: JsonPageQuery) {
     .from(matching);
 }
 
-/** A page with nothing in it, for filters that can match nothing. */
-export const emptyPage = (request: PageRequest): Page<never> => ({
-  items: [],
-  total: 0,
-  limit: request.limit,
-  offset: request.offset,
-});
-
 /**
  * Where the next page of an offset page over a stream starts, for clients that move to
  * the cursor (`after`): the last item's id while more follow, null at the end.

@@ -23,7 +23,7 @@ export const Uuid = (options: Record<string, unknown> = {}) => Type.String({ for
 export const IdParams = Type.Object({ id: Uuid() });
 
 /** Largest value of PostgreSQL's `integer`; a larger id is a 400, not a database error. */
-export const MAX_INT4 = 2_147_483_647;
+const MAX_INT4 = 2_147_483_647;
 
 /** A serial (integer) id: 1 to 2^31-1, what an `integer` column can hold. */
 export const IntId = (options: Record<string, unknown> = {}) =>
