@@ -26,20 +26,26 @@ export const ERROR_CODES = {
   workflow_not_found: 404,
   credential_not_found: 404,
   credential_type_not_found: 404,
+  run_not_found: 404,
+  conversation_not_found: 404,
   request_timeout: 408,
   member_exists: 409,
   last_owner: 409,
   duplicate_credential: 409,
   duplicate_credential_type: 409,
+  run_state_conflict: 409,
+  idempotency_key_reused: 422,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,
   headers_too_large: 431,
   internal_error: 500,
+  provider_error: 502,
   encryption_key_error: 500,
   database_unavailable: 503,
   database_busy: 503,
   identity_provider_unavailable: 503,
+  provider_timeout: 504,
 } as const satisfies Record<string, number>;
 
 /** A stable, documented error code. */
@@ -86,6 +92,8 @@ const NOT_FOUND = {
   workflow: 'workflow_not_found',
   credential: 'credential_not_found',
   'credential type': 'credential_type_not_found',
+  run: 'run_not_found',
+  conversation: 'conversation_not_found',
 } as const satisfies Record<string, ErrorCode>;
 
 /** 404 for a resource that does not exist in the caller's workspace (or in any). */

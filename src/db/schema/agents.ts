@@ -39,7 +39,7 @@ export const agents = pgTable(
     name: varchar('name', { length: 255 }).notNull(),
     description: text('description'),
     role: varchar('role', { length: 255 }),
-    model: jsonb('model').$type<ModelRef>().notNull(),
+    model: jsonb('model').$type<ModelRef>(),
     system_prompt: text('system_prompt'),
     tools: jsonb('tools').$type<ToolRef[]>().notNull().default([]),
     status: varchar('status', { length: 20 }).$type<AgentStatus>().notNull().default('Idle'),

@@ -2,8 +2,11 @@
  * The whole database schema, one file per module (each table beside the TypeBox types of
  * its enum and JSON columns). drizzle-kit and the database client read it from here.
  */
+export * from './activity.ts';
 export * from './agents.ts';
+export * from './chat.ts';
 export * from './credentials.ts';
+export * from './runs.ts';
 export * from './settings.ts';
 export * from './workflows.ts';
 export * from './workspaces.ts';

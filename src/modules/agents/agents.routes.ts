@@ -52,7 +52,8 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
       schema: {
         tags,
         summary: 'Create an agent',
-        description: 'Creates an agent; name and model are required. Status defaults to Idle.',
+        description:
+          'Creates an agent; only name is required. Without model it uses the workspace’s default model (settings/providers). Status defaults to Idle.',
         body: CreateAgentBody,
         response: { 201: AgentSchema },
       },

@@ -6,7 +6,9 @@ const fields = {
   name: Type.String({ minLength: 1, maxLength: 255 }),
   description: Type.Union([Type.String({ maxLength: 10_000 }), Type.Null()]),
   role: Type.Union([Type.String({ maxLength: 255 }), Type.Null()]),
-  model: ModelRefSchema,
+  model: Type.Union([ModelRefSchema, Type.Null()], {
+    description: 'the model this agent talks to; null uses the workspace’s default model',
+  }),
   system_prompt: Type.Union([Type.String({ maxLength: 100_000 }), Type.Null()]),
   tools: Type.Array(ToolRefSchema, { maxItems: 100 }),
   status: AgentStatusSchema,
@@ -26,7 +28,7 @@ export const AgentSchema = Type.Object({
 export const CreateAgentBody = Type.Object(
   {
     name: fields.name,
-    model: fields.model,
+    model: Type.Optional(fields.model),
     description: Type.Optional(fields.description),
     role: Type.Optional(fields.role),
     system_prompt: Type.Optional(fields.system_prompt),

@@ -1,0 +1,53 @@
+import { bigserial, index, jsonb, pgTable, text, uuid, varchar } from 'drizzle-orm/pg-core';
+import type { Static } from 'typebox';
+import { StringEnum } from '../../lib/typebox.ts';
+import { createdAt } from './columns.ts';
+import { workspaces } from './workspaces.ts';
+
+/**
+ * Activity kinds (spec section 6), `<subject>.<what happened>`. The knowledge issue emits
+ * the document kinds.
+ */
+export const ACTIVITY_KINDS = [
+  'agent.created',
+  'agent.started',
+  'agent.completed',
+  'agent.failed',
+  'workflow.created',
+  'workflow.started',
+  'workflow.completed',
+  'workflow.failed',
+  'workflow.paused',
+  'workflow.cancelled',
+  'document.uploaded',
+  'document.processed',
+  'document.failed',
+  'system.settings_changed',
+  'system.error',
+  'system.warning',
+] as const;
+export const ActivityKindSchema = StringEnum(ACTIVITY_KINDS);
+export type ActivityKind = Static<typeof ActivityKindSchema>;
+
+/** The workspace's activity feed; written in the transaction of the change it records. */
+export const activityEvents = pgTable(
+  'activity_events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    workspace_id: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    kind: varchar('kind', { length: 50 }).$type<ActivityKind>().notNull(),
+    /** What the event is about: `agent`, `workflow`, `run`, `document`, `settings`. */
+    subject_type: varchar('subject_type', { length: 30 }).notNull(),
+    subject_id: varchar('subject_id', { length: 100 }),
+    message: text('message').notNull(),
+    data: jsonb('data').$type<Record<string, unknown>>().notNull().default({}),
+    actor: varchar('actor', { length: 255 }),
+    created_at: createdAt(),
+  },
+  (t) => [
+    index('activity_workspace_id_idx').on(t.workspace_id, t.id.desc()),
+    index('activity_workspace_kind_idx').on(t.workspace_id, t.kind, t.id.desc()),
+  ],
+);

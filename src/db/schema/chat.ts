@@ -1,0 +1,77 @@
+import {
+  bigserial,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uuid,
+  varchar,
+} from 'drizzle-orm/pg-core';
+import { type Static, Type } from 'typebox';
+import { StringEnum } from '../../lib/typebox.ts';
+import { agents } from './agents.ts';
+import { createdAt, updatedAt } from './columns.ts';
+import type { ToolCallRecord } from './runs.ts';
+import { workspaces } from './workspaces.ts';
+
+export const MessageRoleSchema = StringEnum(['user', 'assistant'] as const);
+export type MessageRole = Static<typeof MessageRoleSchema>;
+
+/** Tokens of one model answer. */
+export const UsageSchema = Type.Object({
+  input_tokens: Type.Integer({ minimum: 0 }),
+  output_tokens: Type.Integer({ minimum: 0 }),
+});
+export type Usage = Static<typeof UsageSchema>;
+
+/** A chat thread of one user in one workspace, optionally with one agent. */
+export const conversations = pgTable(
+  'conversations',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    workspace_id: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    agent_id: uuid('agent_id').references(() => agents.id, { onDelete: 'set null' }),
+    user_id: varchar('user_id', { length: 255 }).notNull(),
+    title: varchar('title', { length: 255 }).notNull(),
+    created_at: createdAt(),
+    updated_at: updatedAt(),
+    last_message_at: timestamp('last_message_at', { withTimezone: true, mode: 'date' })
+      .notNull()
+      .defaultNow(),
+  },
+  (t) => [
+    index('conversations_workspace_last_idx').on(
+      t.workspace_id,
+      t.last_message_at.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
+  ],
+);
+
+/** One message; the id orders a conversation's history. */
+export const messages = pgTable(
+  'messages',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    conversation_id: uuid('conversation_id')
+      .notNull()
+      .references(() => conversations.id, { onDelete: 'cascade' }),
+    workspace_id: uuid('workspace_id').notNull(),
+    role: varchar('role', { length: 20 }).$type<MessageRole>().notNull(),
+    content: text('content').notNull(),
+    tool_calls: jsonb('tool_calls').$type<ToolCallRecord[]>().notNull().default([]),
+    usage: jsonb('usage').$type<Usage>(),
+    cost: doublePrecision('cost'),
+    latency_ms: integer('latency_ms'),
+    provider: varchar('provider', { length: 100 }),
+    model: varchar('model', { length: 255 }),
+    error: text('error'),
+    created_at: createdAt(),
+  },
+  (t) => [index('messages_conversation_idx').on(t.conversation_id, t.id)],
+);

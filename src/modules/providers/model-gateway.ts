@@ -1,0 +1,64 @@
+import type { ModelRef, ToolRef } from '../../db/schema/agents.ts';
+import type { Usage } from '../../db/schema/chat.ts';
+import type { Component } from '../../lifecycle.ts';
+
+/** One message of the conversation a model sees. */
+export interface ModelMessage {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+/** One model turn: what the run engine and chat ask of the providers. */
+export interface ModelRequest {
+  /** Whose providers, prices, credentials and default model apply. */
+  workspaceId: string;
+  /** Who the work is for (vault access is audited in their name). */
+  userId: string;
+  /** The agent's model; null or absent means the workspace's default model. */
+  model?: ModelRef | null;
+  system?: string;
+  messages: ModelMessage[];
+  /** Tools the model may call, resolved from the tool registry; calls run between model steps. */
+  tools?: ToolRef[];
+  /** Aborts the provider call in flight (client disconnect, cancel, run timeout). */
+  signal: AbortSignal;
+}
+
+/** What a model turn streams, in order; `finish` comes last exactly once. */
+export type ModelEvent =
+  | { type: 'delta'; text: string }
+  | { type: 'tool_call'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; id: string; name: string; output: unknown; error?: string }
+  | {
+      type: 'finish';
+      /** The whole answer text. */
+      text: string;
+      usage: Usage;
+      /** In the workspace's price units (USD by default) from its per-model prices; 0 when unpriced. */
+      cost: number;
+      /** The provider and model that answered (after any fallback). */
+      provider: string;
+      model: string;
+      latency_ms: number;
+      /** Providers tried before the one that answered, with why each failed. */
+      fallbacks: { provider: string; model: string; error: string }[];
+    };
+
+/**
+ * The one way the product talks to language models. It throws `AppError`
+ * `provider_error` (502) or `provider_timeout` (504) when every provider of the fallback
+ * list failed, and rethrows the signal's reason when aborted.
+ */
+export interface ModelGateway extends Component {
+  stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+}
+
+/** Runs a turn to the end and returns its `finish` event, with every tool call and result. */
+export async function completeTurn(gateway: ModelGateway, request: ModelRequest) {
+  const toolCalls: Extract<ModelEvent, { type: 'tool_call' | 'tool_result' }>[] = [];
+  for await (const event of gateway.stream(request)) {
+    if (event.type === 'tool_call' || event.type === 'tool_result') toolCalls.push(event);
+    if (event.type === 'finish') return { ...event, toolEvents: toolCalls };
+  }
+  throw new Error('the model stream ended without a finish event');
+}
