@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import websocket from '@fastify/websocket';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import { stdSerializers } from 'pino';
 import { isDatabaseUnavailable, redactDatabaseError } from './db/errors.ts';
@@ -14,6 +15,7 @@ import { RequestLogController } from './http/request-log.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 import { runAsWorkStartedAt } from './lib/request-order.ts';
+import { activityRoutes } from './modules/activity/activity.routes.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
@@ -86,11 +88,15 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
     verifyToken: services.verifyToken,
     findMembership: services.workspaces.findMembership,
     resolveApiKey: services.workspaces.resolveApiKey,
+    redeemTicket: services.activity.redeemTicket,
   });
 
   registerOpenApiConventions(app);
   await app.register(swagger, swaggerOptions(config.auth.mode));
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  // WebSocket upgrades run through the same hooks as any request (auth, input guard); a
+  // client message is a small command, so frames are capped well below ws's 100 MiB.
+  await app.register(websocket, { options: { maxPayload: 16 * 1024 } });
 
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
   await app.register(
@@ -99,6 +105,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(workspacesRoutes, { workspaces: services.workspaces });
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });
+      await api.register(activityRoutes, { activity: services.activity });
       await api.register(credentialsRoutes, {
         credentials: services.credentials,
         platformAdmins: new Set(config.platformAdmins),

@@ -1,6 +1,9 @@
 import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
+import { createLocalEventHub } from './events/event-hub.ts';
+import { createActivityService } from './modules/activity/activity.service.ts';
+import { createMemoryTicketStore } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
@@ -26,12 +29,18 @@ export async function createServices(config: Config, database: Database) {
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
   const settings = createSettingsService(db);
+  const eventHub = createLocalEventHub();
+  const activity = createActivityService(db, { hub: eventHub, tickets: createMemoryTicketStore() });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
     removeFromWorkflows: (tx, workspaceId, agentId) => workflows.removeAgent(tx, workspaceId, agentId),
+    activity: { record: activity.record },
   });
-  const workflows = createWorkflowsService(db, { agents: { lockExisting: agents.lockExisting } });
+  const workflows = createWorkflowsService(db, {
+    agents: { lockExisting: agents.lockExisting },
+    activity: { record: activity.record },
+  });
 
   return {
     config,
@@ -42,6 +51,8 @@ export async function createServices(config: Config, database: Database) {
     devJwks,
     verifyToken: createTokenVerifier(config.auth, devJwks),
     workspaces: createWorkspacesService(db),
+    eventHub,
+    activity,
     agents,
     workflows,
     settings,

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import type { Db } from '../../db/transaction.ts';
+import { createLocalEventHub } from '../../events/event-hub.ts';
+import { createActivityService } from '../activity/activity.service.ts';
+import { createMemoryTicketStore } from '../activity/ws-tickets.ts';
 import { createWorkflowsService, type WorkflowsService } from '../workflows/workflows.service.ts';
 import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { type AgentsDependencies, type AgentsService, createAgentsService } from './agents.service.ts';
@@ -35,8 +38,13 @@ function wire(hooks: { afterRemove?: () => Promise<void>; afterLock?: () => Prom
     await workflows.removeAgent(tx, workspaceId, agentId);
     await hooks.afterRemove?.();
   };
-  const agents = createAgentsService(db.database.db, { removeFromWorkflows });
+  const activity = createActivityService(db.database.db, {
+    hub: createLocalEventHub(),
+    tickets: createMemoryTicketStore(),
+  });
+  const agents = createAgentsService(db.database.db, { removeFromWorkflows, activity });
   const workflows = createWorkflowsService(db.database.db, {
+    activity,
     agents: {
       lockExisting: async (tx: Db, workspaceId: string, ids: string[]) => {
         const missing = await agents.lockExisting(tx, workspaceId, ids);

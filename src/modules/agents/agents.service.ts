@@ -1,6 +1,8 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { notFound } from '../../errors.ts';
+import type { ActivityService } from '../activity/activity.service.ts';
+import { agentCreated } from './agents.events.ts';
 import {
   type AgentChanges,
   type AgentFilter,
@@ -18,6 +20,8 @@ export type CreateAgentInput = Omit<NewAgent, 'workspace_id' | 'created_by'>;
 export interface AgentsDependencies {
   /** Deleting an agent takes it out of every workflow, in the delete's transaction. */
   removeFromWorkflows(tx: Db, workspaceId: string, agentId: string): Promise<void>;
+  /** The activity feed, written in the transaction of the change it records. */
+  activity: Pick<ActivityService, 'record'>;
 }
 
 /** Agents: the configured LLM workers that workflows are made of. */
@@ -25,8 +29,17 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
   const repo = createAgentsRepository(db);
 
   return {
+    /** Creates the agent and its `agent.created` activity event in one transaction. */
     create: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, input: CreateAgentInput) =>
-      repo.insert({ ...input, workspace_id: caller.workspaceId, created_by: caller.userId }),
+      inTransaction(db, async (tx) => {
+        const agent = await createAgentsRepository(tx).insert({
+          ...input,
+          workspace_id: caller.workspaceId,
+          created_by: caller.userId,
+        });
+        await deps.activity.record(tx, agentCreated(agent));
+        return agent;
+      }),
 
     async get(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, id: string) {
       const agent = await repo.find(caller.workspaceId, id);
