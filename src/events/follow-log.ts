@@ -100,6 +100,7 @@ export async function followLog<Row extends { id: number }>(
           yield row;
           last = row.id;
         }
+        if (closed) return;
         // A full page means more may be waiting: read on without waiting.
         if (page.length < batchSize && !notified) await waitForWake();
         if (closed) return;
