@@ -76,6 +76,11 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
     isDatabaseUnavailable(error) ? databaseUnavailable() : error,
   );
 
+  // WebSocket upgrades run through the same hooks as any request (auth, input guard). First,
+  // so its hook marks an upgrade before any other can refuse it: a refused upgrade is then
+  // answered over HTTP and its socket closed. Client messages are small commands, so frames
+  // are capped well below ws's 100 MiB.
+  await app.register(websocket, { options: { maxPayload: 16 * 1024 } });
   // Everything a request does runs as work started at its arrival, so the PGlite gate
   // serves requests oldest first (lib/request-order.ts). A callback hook: the rest of the
   // request's life runs inside this context.
@@ -94,9 +99,6 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   registerOpenApiConventions(app);
   await app.register(swagger, swaggerOptions(config.auth.mode));
   await app.register(swaggerUi, { routePrefix: '/docs' });
-  // WebSocket upgrades run through the same hooks as any request (auth, input guard); a
-  // client message is a small command, so frames are capped well below ws's 100 MiB.
-  await app.register(websocket, { options: { maxPayload: 16 * 1024 } });
 
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
   await app.register(
@@ -105,7 +107,10 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(workspacesRoutes, { workspaces: services.workspaces });
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });
-      await api.register(activityRoutes, { activity: services.activity });
+      await api.register(activityRoutes, {
+        activity: services.activity,
+        pingIntervalMs: config.wsPingIntervalMs,
+      });
       await api.register(credentialsRoutes, {
         credentials: services.credentials,
         platformAdmins: new Set(config.platformAdmins),

@@ -1,7 +1,7 @@
 import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
-import { createLocalEventHub } from './events/event-hub.ts';
+import { createLocalEventHub, type EventHub } from './events/event-hub.ts';
 import { createActivityService } from './modules/activity/activity.service.ts';
 import { createMemoryTicketStore } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
@@ -15,8 +15,14 @@ import { createSystemService } from './modules/system/system.service.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
 
+/** Parts a caller may supply instead of the defaults. */
+export interface ServiceOptions {
+  /** Carries the ids of new activity (and run) events between processes; in-process by default. */
+  eventHub?: EventHub;
+}
+
 /** Everything the HTTP layer and the commands use, wired in dependency order. */
-export async function createServices(config: Config, database: Database) {
+export async function createServices(config: Config, database: Database, options: ServiceOptions = {}) {
   const devKey: DevSigningKey | undefined =
     config.auth.mode === 'dev' ? await loadDevSigningKey(config.dataDir) : undefined;
   const devJwks: { keys: JWK[] } | undefined = devKey ? { keys: [devKey.publicJwk] } : undefined;
@@ -29,7 +35,7 @@ export async function createServices(config: Config, database: Database) {
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
   const settings = createSettingsService(db);
-  const eventHub = createLocalEventHub();
+  const eventHub = options.eventHub ?? createLocalEventHub();
   const activity = createActivityService(db, { hub: eventHub, tickets: createMemoryTicketStore() });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
