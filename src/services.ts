@@ -3,7 +3,7 @@ import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { createLocalEventHub, type EventHub } from './events/event-hub.ts';
 import { createActivityService } from './modules/activity/activity.service.ts';
-import { createMemoryTicketStore } from './modules/activity/ws-tickets.ts';
+import { createMemoryTicketStore, type TicketStore } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
@@ -19,6 +19,11 @@ import { createWorkspacesService } from './modules/workspaces/workspaces.service
 export interface ServiceOptions {
   /** Carries the ids of new activity (and run) events between processes; in-process by default. */
   eventHub?: EventHub;
+  /**
+   * Where WebSocket tickets wait to be redeemed; this process's memory by default. Several
+   * API processes share one (`createRedisTicketStore`), so any of them can redeem a ticket.
+   */
+  tickets?: TicketStore;
 }
 
 /** Everything the HTTP layer and the commands use, wired in dependency order. */
@@ -36,7 +41,10 @@ export async function createServices(config: Config, database: Database, options
   const vaultKeys = createVaultKeys(db, keyring);
   const settings = createSettingsService(db);
   const eventHub = options.eventHub ?? createLocalEventHub();
-  const activity = createActivityService(db, { hub: eventHub, tickets: createMemoryTicketStore() });
+  const activity = createActivityService(db, {
+    hub: eventHub,
+    tickets: options.tickets ?? createMemoryTicketStore(),
+  });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
