@@ -133,6 +133,7 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
       description:
         'Upgrade to a WebSocket carrying the workspace’s activity as JSON messages {id, kind, subject_type, subject_id, message, data, actor, created_at}. Authenticate with the usual headers, or with `?ticket=` from POST /api/activity/ws-ticket. `?after=` replays from an id first; the client may send {"after": <id>} at any time to replay from there. The server pings every 30 s and closes a socket that missed a pong. A refused upgrade is an ordinary HTTP answer: 401, 403 or 400 problem details. A plain GET without the upgrade is 426.',
       querystring: ActivitySocketQuery,
+      response: { 101: Type.Null({ description: 'Switching Protocols: the WebSocket is open' }) },
     },
     handler: async () => {
       throw new AppError(
