@@ -65,12 +65,13 @@ describe('activity across API instances', () => {
     const alice = await t.newWorkspace();
     const stream = await openEventStream(`http://${isolated}/api/activity/stream`, alice.headers);
     const [ready] = await stream.next(1);
+    const after = (ready?.data as { after: number } | undefined)?.after;
     await buildAgent(t, alice, { name: 'unannounced' });
     expect(await stream.quietFor(300)).toBe(true);
     stream.close();
     const again = await openEventStream(`http://${isolated}/api/activity/stream`, {
       ...alice.headers,
-      'last-event-id': String((ready?.data as { after: number }).after),
+      'last-event-id': String(after),
     });
     expect((await again.next(2))[1]).toMatchObject({ data: { message: 'Agent “unannounced” created' } });
     again.close();

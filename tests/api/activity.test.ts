@@ -271,7 +271,8 @@ describe('GET /api/activity/stream (SSE)', () => {
       const stream = await openEventStream(http(path), { ...alice.headers, ...headers });
       expect(stream.status, field).toBe(400);
       expect(stream.headers.get('content-type')).toContain('application/problem+json');
-      expect((stream.problem?.errors as { field: string }[]).map((e) => e.field)).toContain(field);
+      const errors = (stream.problem?.errors ?? []) as { field: string }[];
+      expect(errors.map((e) => e.field)).toContain(field);
     }
   });
 
