@@ -44,6 +44,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Authenticates every route not marked public, before validation, so an anonymous
  * caller learns nothing about a route's input rules. Scheme A: bearer token plus
  * `X-Workspace-ID`. Scheme B: `X-API-Key` selects the workspace, the bearer names the user.
+ * Routes with `config.ticket` (the WebSocket) also take `?ticket=`, a single-use ticket
+ * that names both, for browsers that cannot send headers on an upgrade.
  */
 export function registerAuth(app: FastifyInstance, deps: AuthDependencies): void {
   app.decorateRequest('caller', null as unknown as Caller);
