@@ -1,12 +1,20 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
+import { activityEvents } from './db/schema/activity.ts';
+import { createLocalEventHub } from './events/event-hub.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
 import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
+import { streamLocalTurn } from './modules/providers/local-provider.ts';
+import { createRunEngine } from './modules/runs/run-engine.ts';
+import { createRunLog } from './modules/runs/run-log.ts';
+import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
@@ -32,6 +40,48 @@ export async function createServices(config: Config, database: Database) {
     removeFromWorkflows: (tx, workspaceId, agentId) => workflows.removeAgent(tx, workspaceId, agentId),
   });
   const workflows = createWorkflowsService(db, { agents: { lockExisting: agents.lockExisting } });
+  const hub = createLocalEventHub();
+  const commit = createRunLog({
+    db,
+    hub,
+    activity: {
+      record: async (tx, e) => {
+        const [row] = await tx
+          .insert(activityEvents)
+          .values({
+            workspace_id: e.workspaceId,
+            kind: e.kind,
+            subject_type: e.subjectType,
+            subject_id: e.subjectId,
+            message: e.message,
+            data: e.data ?? {},
+            actor: e.actor,
+          })
+          .returning({ id: activityEvents.id });
+        return row?.id ?? 0;
+      },
+    },
+  });
+  const engine = createRunEngine({
+    db,
+    commit,
+    agents,
+    models: { stream: streamLocalTurn },
+    hub,
+    owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+  });
+  const runs = createRunsService({
+    db,
+    commit,
+    workflows,
+    hub,
+    enqueue: async (id) => {
+      setImmediate(
+        () => void engine.execute(id, new AbortController().signal).catch((e) => console.error(e)),
+      );
+    },
+    onEnqueueError: () => {},
+  });
 
   return {
     config,
@@ -44,6 +94,8 @@ export async function createServices(config: Config, database: Database) {
     workspaces: createWorkspacesService(db),
     agents,
     workflows,
+    runs,
+    engine,
     settings,
     credentials: createCredentialsService({
       db,

@@ -1,9 +1,11 @@
 import type { Caller } from '../../caller.ts';
+import type { AgentStatus } from '../../db/schema/agents.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { notFound } from '../../errors.ts';
 import {
   type AgentChanges,
   type AgentFilter,
+  type AgentRow,
   createAgentsRepository,
   type NewAgent,
 } from './agents.repository.ts';
@@ -80,6 +82,17 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
     async lockExisting(tx: Db, workspaceId: string, ids: string[]): Promise<number[]> {
       const present = await createAgentsRepository(tx).lockShared(workspaceId, ids);
       return ids.flatMap((agentId, index) => (present.has(agentId) ? [] : [index]));
+    },
+
+    /** For runs: the workspace's agents among `ids`, keyed by id (unknown ids are absent). */
+    async findMany(workspaceId: string, ids: string[]): Promise<Map<string, AgentRow>> {
+      const rows = await repo.findMany(workspaceId, ids);
+      return new Map(rows.map((row) => [row.id, row]));
+    },
+
+    /** For runs, inside their step transaction: Idle -> Busy -> Idle, or Error after a failure. */
+    async setStatus(tx: Db, workspaceId: string, id: string, status: AgentStatus): Promise<void> {
+      await createAgentsRepository(tx).update(workspaceId, id, { status });
     },
   };
 }
