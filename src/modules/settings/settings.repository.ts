@@ -23,6 +23,14 @@ export function createSettingsRepository(db: Db) {
       return Object.fromEntries(rows.map((row) => [row.key, row.value]));
     },
 
+    /** One key's stored value in every workspace that set it (process-wide views such as health). */
+    async valuesOf(key: string): Promise<{ workspace_id: string; value: unknown }[]> {
+      return db
+        .select({ workspace_id: workspaceSettings.workspace_id, value: workspaceSettings.value })
+        .from(workspaceSettings)
+        .where(eq(workspaceSettings.key, key));
+    },
+
     async put(workspaceId: string, key: string, value: unknown): Promise<void> {
       await db
         .insert(workspaceSettings)
