@@ -14,9 +14,19 @@ describe('selectMemory', () => {
   });
 
   it('drops the oldest messages first when the budget is exceeded', () => {
-    const history = [message('user', 10, 'a'), message('assistant', 10, 'b'), message('user', 10, 'c')];
-    expect(selectMemory(history, 25).map((m) => m.content[0])).toEqual(['b', 'c']);
+    const history = [
+      message('user', 10, 'a'),
+      message('assistant', 10, 'b'),
+      message('user', 10, 'c'),
+      message('assistant', 10, 'd'),
+    ];
+    expect(selectMemory(history, 25).map((m) => m.content[0])).toEqual(['c', 'd']);
     expect(selectMemory(history, 9)).toEqual([]);
+  });
+
+  it('starts with a user message: an answer whose question was dropped goes too', () => {
+    const history = [message('user', 50, 'a'), message('assistant', 1, 'b'), message('user', 10, 'c')];
+    expect(selectMemory(history, 20).map((m) => m.content[0])).toEqual(['c']);
   });
 
   it('stops at the first message that does not fit instead of skipping over it', () => {

@@ -14,8 +14,9 @@ export interface RememberedMessage {
  * tokens (`estimateTokens`, about four characters a token) fit in `budget` together, oldest
  * dropped first, in conversation order. A message that does not fit ends the selection (a
  * shorter, older one is not taken past it, so the model never sees a conversation with a hole
- * in it); empty messages (an answer that failed before any text) are left out. `history` is
- * oldest first.
+ * in it); empty messages (an answer that failed before any text) are left out, and so is an
+ * answer whose question was dropped: memory starts with a user message, as providers expect
+ * (Anthropic refuses a conversation that opens with the assistant). `history` is oldest first.
  */
 export function selectMemory(history: RememberedMessage[], budget: number): RememberedMessage[] {
   const kept: RememberedMessage[] = [];
@@ -28,5 +29,6 @@ export function selectMemory(history: RememberedMessage[], budget: number): Reme
     used += cost;
     kept.push(message);
   }
+  while (kept.at(-1)?.role === 'assistant') kept.pop();
   return kept.reverse();
 }
