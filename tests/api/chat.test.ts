@@ -82,7 +82,7 @@ describe('POST /api/chat', () => {
     const events = await stream.done;
     expect(events.map((e) => e.event)).toEqual(['start', 'delta', 'delta', 'delta', 'done']);
     expect(events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5']);
-    const { conversation_id, message_id } = events[0]?.data;
+    const { conversation_id, message_id } = events[0]?.data ?? {};
     expect(
       events
         .slice(1, 4)
