@@ -31,13 +31,15 @@ export function createSettingsRepository(db: Db) {
         .where(eq(workspaceSettings.key, key));
     },
 
+    /** Stores `value` under `key`; null is stored as JSON null (the column itself is never NULL). */
     async put(workspaceId: string, key: string, value: unknown): Promise<void> {
+      const json = value === null ? sql`'null'::jsonb` : value;
       await db
         .insert(workspaceSettings)
-        .values({ workspace_id: workspaceId, key, value })
+        .values({ workspace_id: workspaceId, key, value: json })
         .onConflictDoUpdate({
           target: [workspaceSettings.workspace_id, workspaceSettings.key],
-          set: { value, updated_at: sql`now()` },
+          set: { value: json, updated_at: sql`now()` },
         });
     },
   };

@@ -64,6 +64,9 @@ export function createToolsService(deps: ToolsDependencies) {
   /** Field errors of an agent's `tools` list, under `field` (`body.tools`). */
   function checkRefs(refs: ToolRef[], field: string): FieldError[] {
     return refs.flatMap((ref, index) => {
+      if (refs.findIndex((other) => other.name === ref.name) < index) {
+        return [{ field: `${field}.${index}.name`, message: `repeats ${ref.name}: a tool is listed once` }];
+      }
       const definition = byName.get(ref.name);
       if (!definition) {
         return [
