@@ -51,6 +51,22 @@ export interface BoundTool {
 /** JSON Schema without TypeBox's symbol-keyed metadata, as a provider expects it. */
 const plainSchema = (schema: TSchema): Record<string, unknown> => JSON.parse(JSON.stringify(schema));
 
+/**
+ * Field errors of a tool config: an unknown key is named as its own field (TypeBox reports it
+ * twice, once as `additionalProperties` on the object and once as a `false` schema on the key).
+ */
+function configErrors(schema: TSchema, value: unknown, root: string): FieldError[] {
+  return [...Value.Errors(schema, value)].flatMap((error) => {
+    const field = `${root}${error.instancePath.replaceAll('/', '.')}`;
+    if (error.keyword === 'boolean') return [];
+    if (error.keyword === 'additionalProperties') {
+      const names = (error.params as { additionalProperties?: string[] }).additionalProperties ?? [];
+      return names.map((name) => ({ field: `${field}.${name}`, message: 'is not a setting of this tool' }));
+    }
+    return [{ field, message: error.message }];
+  });
+}
+
 const describe = (schema: TSchema, value: unknown): string[] =>
   [...Value.Errors(schema, value)].map((error) => `${error.instancePath || '/'} ${error.message}`);
 
@@ -76,10 +92,7 @@ export function createToolsService(deps: ToolsDependencies) {
           },
         ];
       }
-      return [...Value.Errors(definition.config, ref.config ?? {})].map((error) => ({
-        field: `${field}.${index}.config${error.instancePath.replaceAll('/', '.')}`,
-        message: error.message,
-      }));
+      return configErrors(definition.config, ref.config ?? {}, `${field}.${index}.config`);
     });
   }
 
