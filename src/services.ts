@@ -5,18 +5,23 @@ import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { activityEvents } from './db/schema/activity.ts';
 import { createLocalEventHub } from './events/event-hub.ts';
+import type { AddressPolicy } from './lib/net/address-guard.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
+import { createChatService } from './modules/chat/chat.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
 import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
-import { streamLocalTurn } from './modules/providers/local-provider.ts';
+import { createModelGateway } from './modules/providers/ai-gateway.ts';
+import { createProvidersService } from './modules/providers/providers.service.ts';
 import { createRunEngine } from './modules/runs/run-engine.ts';
 import { createRunLog } from './modules/runs/run-log.ts';
 import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
+import { loadToolDefinitions } from './modules/tools/tool-registry.ts';
+import { createToolsService } from './modules/tools/tools.service.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
 
@@ -34,12 +39,27 @@ export async function createServices(config: Config, database: Database) {
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
   const settings = createSettingsService(db);
+  const credentials = createCredentialsService({
+    db,
+    settings,
+    keys: vaultKeys,
+    testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
+  });
+  // Outbound requests to addresses users chose (LLM base URLs, the http_request tool) follow the
+  // vault's policy: the workspace's refuse_private_networks, and VAULT_ALLOW_LOOPBACK in development.
+  const addressPolicy = async (workspaceId: string): Promise<AddressPolicy> => ({
+    refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
+    allowLoopback: config.vaultAllowLoopback,
+  });
+  const tools = createToolsService({ definitions: await loadToolDefinitions(), credentials, addressPolicy });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
     removeFromWorkflows: (tx, workspaceId, agentId) => workflows.removeAgent(tx, workspaceId, agentId),
+    checkTools: tools.checkRefs,
   });
   const workflows = createWorkflowsService(db, { agents: { lockExisting: agents.lockExisting } });
+  const modelGateway = createModelGateway({ settings, credentials, tools, addressPolicy });
   const hub = createLocalEventHub();
   const commit = createRunLog({
     db,
@@ -66,7 +86,7 @@ export async function createServices(config: Config, database: Database) {
     db,
     commit,
     agents,
-    models: { stream: streamLocalTurn },
+    models: modelGateway,
     hub,
     owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
   });
@@ -97,12 +117,11 @@ export async function createServices(config: Config, database: Database) {
     runs,
     engine,
     settings,
-    credentials: createCredentialsService({
-      db,
-      settings,
-      keys: vaultKeys,
-      testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
-    }),
+    credentials,
+    tools,
+    providers: createProvidersService({ db, settings, credentials, addressPolicy }),
+    modelGateway,
+    chat: createChatService({ db, gateway: modelGateway, agents }),
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,

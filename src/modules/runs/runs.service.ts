@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { Caller } from '../../caller.ts';
-import type { RunStatus } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import { AppError, conflict, invalidFields, notFound } from '../../errors.ts';
 import type { EventHub } from '../../events/event-hub.ts';
-import type { SseEvent } from '../../http/sse.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import type { CommitRunChange } from './run-log.ts';
 import { canTransition, isFinal, renderGoal } from './run-state.ts';
@@ -37,6 +35,13 @@ const STREAM_POLL_MS = 5_000;
 
 type Who = Pick<Caller, 'userId' | 'workspaceId'>;
 
+/** One event of a run's stream: a name, its data and, for the log's events, the log id. */
+export interface RunStreamEvent {
+  event: string;
+  data: unknown;
+  id?: number;
+}
+
 /** Runs of workflows: start (queued), read, control, and follow their event log. */
 export function createRunsService(deps: RunsDependencies) {
   const repo = createRunsRepository(deps.db);
@@ -66,7 +71,7 @@ export function createRunsService(deps: RunsDependencies) {
     caller: Who,
     id: string,
     action: string,
-    decide: (run: RunRow) => { to: RunStatus } | { control: 'pause' | 'cancel' } | undefined,
+    decide: (run: RunRow) => { to: RunRow['status'] } | { control: 'pause' | 'cancel' } | undefined,
   ): Promise<RunRow> {
     const run = await get(caller, id);
     const changed = await deps.commit(run, async (tx, log) => {
@@ -221,7 +226,12 @@ export function createRunsService(deps: RunsDependencies) {
      * first event (`run`, no id) is the run as it is now, so a client sees its state at
      * once; ids are the log's, for `Last-Event-ID`.
      */
-    async *events(caller: Who, id: string, after: number, signal: AbortSignal): AsyncGenerator<SseEvent> {
+    async *events(
+      caller: Who,
+      id: string,
+      after: number,
+      signal: AbortSignal,
+    ): AsyncGenerator<RunStreamEvent> {
       const run = await get(caller, id);
       yield { event: 'run', data: publicRun(run) };
       let wake: (() => void) | undefined;
