@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ToolCallRecord } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -14,7 +15,7 @@ export interface RunEngineDependencies {
   agents: Pick<AgentsService, 'findMany' | 'setStatus'>;
   models: Pick<ModelGateway, 'stream'>;
   hub: Pick<EventHub, 'subscribe'>;
-  /** Names this process's claims (`lease_owner`). */
+  /** Names this process's claims (`lease_owner` is it plus a suffix per execution). */
   owner: string;
   /** How long a claim lasts without renewal; renewed every third of it (default 15 s). */
   leaseMs?: number;
@@ -56,7 +57,10 @@ export function createRunEngine(deps: RunEngineDependencies) {
 
   /** Runs the job: returns when the run is finished, paused, or handed back. */
   async function execute(runId: string, jobSignal: AbortSignal): Promise<void> {
-    const run = await repo.claim(runId, deps.owner, leaseMs);
+    // Each execution claims under its own name, so a run this same process claims again
+    // (after its lease was lost) is never confused with the execution that lost it.
+    const owner = `${deps.owner}/${randomBytes(4).toString('hex')}`;
+    const run = await repo.claim(runId, owner, leaseMs);
     // Not claimable: finished, paused, cancelled, or another live worker has it.
     if (!run) return;
     const controller = new AbortController();
@@ -73,7 +77,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
       if (control === 'cancel') interrupt('cancel');
     };
     const heartbeat = setInterval(() => {
-      repo.renewLease(run.id, deps.owner, leaseMs).then(
+      repo.renewLease(run.id, owner, leaseMs).then(
         (row) => (row ? checkControl(row.control) : interrupt('lease_lost')),
         () => {}, // a failed renewal is retried next beat; the lease outlives two misses
       );
@@ -306,7 +310,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
           latency_ms: Math.round(performance.now() - began),
           finished_at: new Date(),
         });
-        const progressed = await runs.addStepProgress(run.id, deps.owner, {
+        const progressed = await runs.addStepProgress(run.id, run.lease_owner as string, {
           output: answer.text,
           tokensIn: answer.usage.input_tokens,
           tokensOut: answer.usage.output_tokens,
@@ -389,7 +393,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
     },
   ): Promise<void> {
     await deps.commit(run, async (tx, log) => {
-      const row = await createRunsRepository(tx).finishOwned(run.id, deps.owner, {
+      const row = await createRunsRepository(tx).finishOwned(run.id, run.lease_owner as string, {
         status: end.status,
         output: end.output ?? null,
         failure_reason: end.reason ?? null,
@@ -438,7 +442,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
         });
       case 'pause':
         await deps.commit(run, async (tx, log) => {
-          const row = await createRunsRepository(tx).updateOwned(run.id, deps.owner, {
+          const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
             status: 'Paused',
             control: null,
             lease_owner: null,
@@ -460,7 +464,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
       case 'shutdown':
         // The process is stopping: hand the run back at once rather than after the lease.
         await deps.commit(run, async (tx, log) => {
-          const row = await createRunsRepository(tx).updateOwned(run.id, deps.owner, {
+          const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
             status: 'Queued',
             lease_owner: null,
             lease_expires_at: null,

@@ -244,7 +244,12 @@ export function createRunsRepository(db: Db) {
      */
     async findStranded(queuedForMs: number, limit: number) {
       return db
-        .select({ id: runs.id, status: runs.status, attempts: runs.attempts })
+        .select({
+          id: runs.id,
+          status: runs.status,
+          updated_at: runs.updated_at,
+          lease_expires_at: runs.lease_expires_at,
+        })
         .from(runs)
         .where(
           or(

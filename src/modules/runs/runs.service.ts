@@ -52,7 +52,9 @@ export function createRunsService(deps: RunsDependencies) {
       ? `${run.id}.lease.${run.lease_expires_at.getTime()}`
       : `${run.id}.queued.${run.updated_at.getTime()}`;
 
-  async function handToQueue(run: RunRow): Promise<void> {
+  async function handToQueue(
+    run: Pick<RunRow, 'id' | 'status' | 'updated_at' | 'lease_expires_at'>,
+  ): Promise<void> {
     try {
       await deps.enqueue(run.id, jobIdOf(run));
     } catch (error) {
@@ -281,7 +283,7 @@ export function createRunsService(deps: RunsDependencies) {
      */
     async recoverStranded(queuedForMs = 5_000, limit = 500): Promise<number> {
       const stranded = await repo.findStranded(queuedForMs, limit);
-      for (const run of stranded) await handToQueue(run as RunRow);
+      for (const run of stranded) await handToQueue(run);
       return stranded.length;
     },
   };
