@@ -1,17 +1,28 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { createLocalEventHub, type EventHub } from './events/event-hub.ts';
+import type { AddressPolicy } from './lib/net/address-guard.ts';
 import { createActivityService } from './modules/activity/activity.service.ts';
 import { createMemoryTicketStore, type TicketStore } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
+import { createChatService } from './modules/chat/chat.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
 import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
+import { createModelGateway } from './modules/providers/ai-gateway.ts';
+import { createProvidersService } from './modules/providers/providers.service.ts';
+import { createRunEngine } from './modules/runs/run-engine.ts';
+import { createRunLog } from './modules/runs/run-log.ts';
+import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
+import { loadToolDefinitions } from './modules/tools/tool-registry.ts';
+import { createToolsService } from './modules/tools/tools.service.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
 
@@ -45,15 +56,51 @@ export async function createServices(config: Config, database: Database, options
     hub: eventHub,
     tickets: options.tickets ?? createMemoryTicketStore(),
   });
+  const credentials = createCredentialsService({
+    db,
+    settings,
+    keys: vaultKeys,
+    testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
+  });
+  // Outbound requests to addresses users chose (LLM base URLs, the http_request tool) follow the
+  // vault's policy: the workspace's refuse_private_networks, and VAULT_ALLOW_LOOPBACK in development.
+  const addressPolicy = async (workspaceId: string): Promise<AddressPolicy> => ({
+    refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
+    allowLoopback: config.vaultAllowLoopback,
+  });
+  const tools = createToolsService({ definitions: await loadToolDefinitions(), credentials, addressPolicy });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
     removeFromWorkflows: (tx, workspaceId, agentId) => workflows.removeAgent(tx, workspaceId, agentId),
     activity: { record: activity.record },
+    checkTools: tools.checkRefs,
   });
   const workflows = createWorkflowsService(db, {
     agents: { lockExisting: agents.lockExisting },
     activity: { record: activity.record },
+  });
+  const modelGateway = createModelGateway({ settings, credentials, tools, addressPolicy });
+  const commit = createRunLog({ db, hub: eventHub, activity: { record: activity.record } });
+  const engine = createRunEngine({
+    db,
+    commit,
+    agents,
+    models: modelGateway,
+    hub: eventHub,
+    owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+  });
+  const runs = createRunsService({
+    db,
+    commit,
+    workflows,
+    hub: eventHub,
+    enqueue: async (id) => {
+      setImmediate(
+        () => void engine.execute(id, new AbortController().signal).catch((e) => console.error(e)),
+      );
+    },
+    onEnqueueError: () => {},
   });
 
   return {
@@ -69,13 +116,14 @@ export async function createServices(config: Config, database: Database, options
     activity,
     agents,
     workflows,
+    runs,
+    engine,
     settings,
-    credentials: createCredentialsService({
-      db,
-      settings,
-      keys: vaultKeys,
-      testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
-    }),
+    credentials,
+    tools,
+    providers: createProvidersService({ db, settings, credentials, addressPolicy }),
+    modelGateway,
+    chat: createChatService({ db, gateway: modelGateway, agents }),
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,

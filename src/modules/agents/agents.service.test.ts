@@ -54,7 +54,12 @@ function wire(
     await hooks.afterRecord?.();
     return id;
   };
-  const agents = createAgentsService(db.database.db, { removeFromWorkflows, activity: { record } });
+  // These agents use no tools: the registry's verdict is not what these tests are about.
+  const agents = createAgentsService(db.database.db, {
+    removeFromWorkflows,
+    activity: { record },
+    checkTools: () => [],
+  });
   const workflows = createWorkflowsService(db.database.db, {
     activity: { record },
     agents: {
