@@ -3,9 +3,10 @@ import { type App, buildApp } from '../../src/app.ts';
 import { type Database, openDatabase } from '../../src/db/client.ts';
 import { createMemoryTicketStore } from '../../src/modules/activity/ws-tickets.ts';
 import { createServices, type ServiceOptions } from '../../src/services.ts';
+import { inOrder, openEventStream } from '../helpers/event-stream.ts';
 import { buildAgent } from '../helpers/factories.ts';
-import { openEventStream, opened, openSocket, refused } from '../helpers/live-clients.ts';
 import { createTestApp, onPostgres, type TestApp } from '../helpers/test-app.ts';
+import { opened, openSocket, refused } from '../helpers/ws-client.ts';
 
 /**
  * Several API instances over one database, as several processes behind a load balancer:
@@ -17,6 +18,12 @@ import { createTestApp, onPostgres, type TestApp } from '../helpers/test-app.ts'
 
 let t: TestApp;
 const extra: { app: App; database?: Database }[] = [];
+
+/** The activity stream of the instance at `host`, read in order by a real SSE client. */
+async function follow(host: string, headers: Record<string, string>) {
+  const stream = await openEventStream(`http://${host}/api/activity/stream`, headers, undefined, 'GET');
+  return Object.assign(stream, inOrder(stream));
+}
 
 /** Another instance on the same database, with the hub and ticket store given, listening. */
 async function instance(options: ServiceOptions): Promise<string> {
@@ -51,7 +58,7 @@ afterAll(async () => {
 describe('activity across API instances', () => {
   it('reaches a live client of another instance through the shared hub', async () => {
     const alice = await t.newWorkspace();
-    const stream = await openEventStream(`http://${shared}/api/activity/stream`, alice.headers);
+    const stream = await follow(shared, alice.headers);
     await stream.next(1);
     await buildAgent(t, alice, { name: 'made on A' });
     expect((await stream.next(1))[0]).toMatchObject({
@@ -63,13 +70,13 @@ describe('activity across API instances', () => {
 
   it('without a shared hub, reaches it only when the client reads again: the database stays the truth', async () => {
     const alice = await t.newWorkspace();
-    const stream = await openEventStream(`http://${isolated}/api/activity/stream`, alice.headers);
+    const stream = await follow(isolated, alice.headers);
     const [ready] = await stream.next(1);
     const after = (ready?.data as { after: number } | undefined)?.after;
     await buildAgent(t, alice, { name: 'unannounced' });
     expect(await stream.quietFor(300)).toBe(true);
     stream.close();
-    const again = await openEventStream(`http://${isolated}/api/activity/stream`, {
+    const again = await follow(isolated, {
       ...alice.headers,
       'last-event-id': String(after),
     });

@@ -2,16 +2,10 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventHub } from '../../src/events/event-hub.ts';
 import type { Actor } from '../helpers/api-client.ts';
+import { type EventStream, inOrder, type OrderedEvents, openEventStream } from '../helpers/event-stream.ts';
 import { buildAgent, buildApiKey, buildMember, buildWorkflow } from '../helpers/factories.ts';
-import {
-  openEventStream,
-  opened,
-  openSocket,
-  refused,
-  type SocketClient,
-  type StreamEvent,
-} from '../helpers/live-clients.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
+import { opened, openSocket, refused, type SocketClient } from '../helpers/ws-client.ts';
 
 /**
  * The activity feed through the HTTP contract: the list, the SSE stream and the WebSocket,
@@ -44,6 +38,15 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const http = (path: string) => `http://${base}${path}`;
+
+/** Opens the activity stream at `path` as a real SSE client, read in order. */
+async function follow(
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<EventStream & OrderedEvents> {
+  const stream = await openEventStream(http(path), headers, undefined, 'GET');
+  return Object.assign(stream, inOrder(stream));
+}
 const ws = (path: string) => `ws://${base}${path}`;
 
 /** Waits until `check` holds, polling: for effects that land shortly after a disconnect. */
@@ -184,9 +187,9 @@ describe('GET /api/activity', () => {
 describe('GET /api/activity/stream (SSE)', () => {
   it('opens with ready, then sends each new event named by its kind with its id', async () => {
     const alice = await t.newWorkspace();
-    const stream = await openEventStream(http('/api/activity/stream'), alice.headers);
+    const stream = await follow('/api/activity/stream', alice.headers);
     expect(stream.status).toBe(200);
-    expect(stream.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(stream.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     expect(await stream.next(1)).toEqual([{ event: 'ready', id: undefined, data: { after: 0 } }]);
     const agent = await buildAgent(t, alice, { name: 'Researcher' });
     const [created] = await stream.next(1);
@@ -199,14 +202,14 @@ describe('GET /api/activity/stream (SSE)', () => {
   it('gives a client reconnecting with Last-Event-ID exactly the events it missed, then live ones', async () => {
     const alice = await t.newWorkspace();
     await buildAgent(t, alice, { name: 'before' });
-    const first = await openEventStream(http('/api/activity/stream'), alice.headers);
+    const first = await follow('/api/activity/stream', alice.headers);
     await first.next(1);
     await buildAgent(t, alice, { name: 'seen' });
-    const [seen] = (await first.next(1)) as StreamEvent[];
+    const [seen] = await first.next(1);
     first.close();
     await eventually(() => subscriptions === 0);
     for (const name of ['missed 1', 'missed 2', 'missed 3']) await buildAgent(t, alice, { name });
-    const again = await openEventStream(http('/api/activity/stream'), {
+    const again = await follow('/api/activity/stream', {
       ...alice.headers,
       'last-event-id': String(seen?.id),
     });
@@ -234,10 +237,7 @@ describe('GET /api/activity/stream (SSE)', () => {
     await buildAgent(t, alice, { name: 'one' });
     await buildWorkflow(t, alice, { name: 'flow' });
     await buildAgent(t, alice, { name: 'two' });
-    const stream = await openEventStream(
-      http('/api/activity/stream?after=0&kind=agent.created'),
-      alice.headers,
-    );
+    const stream = await follow('/api/activity/stream?after=0&kind=agent.created', alice.headers);
     const events = await stream.next(3);
     expect(events.map((event) => event.event)).toEqual(['ready', 'agent.created', 'agent.created']);
     expect(await stream.quietFor(100)).toBe(true);
@@ -248,7 +248,7 @@ describe('GET /api/activity/stream (SSE)', () => {
     const alice = await t.newWorkspace();
     const mallory = await t.newWorkspace();
     await buildAgent(t, alice, { name: 'alice history' });
-    const theirs = await openEventStream(http('/api/activity/stream?after=0'), mallory.headers);
+    const theirs = await follow('/api/activity/stream?after=0', mallory.headers);
     expect((await theirs.next(1))[0]?.event).toBe('ready');
     await buildAgent(t, alice, { name: 'alice live' });
     await buildAgent(t, mallory, { name: 'mallory live' });
@@ -268,9 +268,9 @@ describe('GET /api/activity/stream (SSE)', () => {
       [{}, '/api/activity/stream?after=-1', 'query.after'],
       [{}, '/api/activity/stream?kind=nope', 'query.kind.0'],
     ] as const) {
-      const stream = await openEventStream(http(path), { ...alice.headers, ...headers });
+      const stream = await follow(path, { ...alice.headers, ...headers });
       expect(stream.status, field).toBe(400);
-      expect(stream.headers.get('content-type')).toContain('application/problem+json');
+      expect(stream.headers['content-type']).toContain('application/problem+json');
       const errors = (stream.problem?.errors ?? []) as { field: string }[];
       expect(errors.map((e) => e.field)).toContain(field);
     }
@@ -279,10 +279,10 @@ describe('GET /api/activity/stream (SSE)', () => {
   it('refuses an unauthenticated or foreign client with problem details, not a stream', async () => {
     const alice = await t.newWorkspace();
     const mallory = await t.newWorkspace();
-    const anonymous = await openEventStream(http('/api/activity/stream'));
+    const anonymous = await follow('/api/activity/stream');
     expect(anonymous.status).toBe(401);
     expect(anonymous.problem?.code).toBe('unauthorized');
-    const foreign = await openEventStream(http('/api/activity/stream'), {
+    const foreign = await follow('/api/activity/stream', {
       ...mallory.headers,
       'x-workspace-id': alice.workspaceId,
     });
@@ -293,9 +293,7 @@ describe('GET /api/activity/stream (SSE)', () => {
   it('drops its hub subscription when the client disconnects', async () => {
     const alice = await t.newWorkspace();
     await eventually(() => subscriptions === 0);
-    const streams = await Promise.all(
-      [1, 2, 3].map(() => openEventStream(http('/api/activity/stream'), alice.headers)),
-    );
+    const streams = await Promise.all([1, 2, 3].map(() => follow('/api/activity/stream', alice.headers)));
     for (const stream of streams) await stream.next(1);
     expect(subscriptions).toBe(3);
     for (const stream of streams) stream.close();

@@ -1,10 +1,10 @@
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import WebSocket from 'ws';
 
 /**
- * Real clients of the live channels, over a real port: an SSE reader (fetch plus
- * eventsource-parser, as a browser's EventSource parses) and a WebSocket (`ws`). Both queue
- * what arrives; `next(n)` takes the next n items or fails after a deadline instead of hanging.
+ * A real WebSocket client (`ws`) over a real port. It queues the JSON messages that arrive;
+ * `next(n)` takes the next n or fails after a deadline instead of hanging. An upgrade the
+ * server refuses resolves as that answer (status and problem details), as a non-browser
+ * client can read it.
  */
 
 /** Items arriving over time, taken in order. */
@@ -52,73 +52,6 @@ class Inbox<T> {
     await new Promise((resolve) => setTimeout(resolve, ms));
     return this.items.length === 0;
   }
-}
-
-/** One parsed Server-Sent Event; `data` is the JSON payload parsed. */
-export interface StreamEvent {
-  event: string;
-  id?: string;
-  data: unknown;
-}
-
-export interface EventStreamClient {
-  status: number;
-  headers: Headers;
-  /** The body of a refused request (status other than 200), parsed as JSON. */
-  problem?: Record<string, unknown>;
-  /** The next `count` events (comments such as heartbeats are not events). */
-  next(count: number, ms?: number): Promise<StreamEvent[]>;
-  quietFor(ms: number): Promise<boolean>;
-  /** Heartbeat comments received so far. */
-  comments(): number;
-  /** Disconnects, as a closed browser tab does. */
-  close(): void;
-}
-
-/** Opens `url` as an event stream with `headers`; resolves once the answer's headers are in. */
-export async function openEventStream(
-  url: string,
-  headers: Record<string, string> = {},
-): Promise<EventStreamClient> {
-  const controller = new AbortController();
-  const response = await fetch(url, {
-    headers: { accept: 'text/event-stream', ...headers },
-    signal: controller.signal,
-  });
-  const inbox = new Inbox<StreamEvent>();
-  let comments = 0;
-  const client: EventStreamClient = {
-    status: response.status,
-    headers: response.headers,
-    next: (count, ms) => inbox.next(count, ms),
-    quietFor: (ms) => inbox.quietFor(ms),
-    comments: () => comments,
-    close: () => controller.abort(),
-  };
-  if (response.status !== 200) {
-    client.problem = (await response.json()) as Record<string, unknown>;
-    return client;
-  }
-  const parser = createParser({
-    onEvent: (message: EventSourceMessage) =>
-      inbox.push({ event: message.event ?? 'message', id: message.id, data: JSON.parse(message.data) }),
-    onComment: () => {
-      comments += 1;
-    },
-  });
-  const body = response.body;
-  if (!body) throw new Error('the event stream has no body');
-  void (async () => {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of body) parser.feed(decoder.decode(chunk, { stream: true }));
-    } catch {
-      // Aborted by close(), or the server went away: either ends the stream.
-    } finally {
-      inbox.end();
-    }
-  })();
-  return client;
 }
 
 export interface SocketClient {
