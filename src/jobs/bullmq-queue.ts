@@ -70,6 +70,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
   let workerConnection: Redis | undefined;
   let definitions = new Map<string, RegisteredJob>();
   let markerChecked = false;
+  /** Set when the worker starts closing: a job fetched after that goes straight back. */
+  let closing = false;
   const warn = throttledWarn(log);
 
   /**
@@ -105,6 +107,11 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
       log.error({ ...context, problems }, 'job payload does not fit its schema; it fails without retry');
       throw new UnrecoverableError(`job payload does not fit its schema: ${problems.join('; ')}`);
     }
+    if (closing) {
+      // A fetch already under way when the worker began to close brought it (perhaps the
+      // very job just handed back): give it to a worker that stays.
+      await handBack(job, token, context);
+    }
     const controller = new AbortController();
     const timer = setTimeout(
       () => controller.abort(new JobTimeoutError(definition.name, definition.timeoutMs)),
@@ -122,16 +129,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
       running.delete(controller);
     }
 
-    if (controller.signal.reason instanceof JobStoppedError) {
-      // Handed back: another worker takes it now rather than after the lock expires.
-      try {
-        await job.moveToWait(token);
-        log.info(context, 'job handed back to the queue: this worker is stopping');
-      } catch (error) {
-        warn('could not hand a job back; it is re-delivered when its lock expires', error);
-      }
-      throw new WaitingError();
-    }
+    if (controller.signal.reason instanceof JobStoppedError) await handBack(job, token, context);
     if (!failure) return;
     if (job.attemptsMade + 1 >= definition.attempts) {
       log.error({ ...context, err: failure, attempts: definition.attempts }, 'job failed for good');
@@ -139,6 +137,17 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
     }
     log.warn({ ...context, err: failure, attempts: definition.attempts }, 'job failed; retrying');
     throw failure;
+  }
+
+  /** Another worker takes the job now rather than after its lock expires. */
+  async function handBack(job: Job, token: string | undefined, context: object): Promise<never> {
+    try {
+      await job.moveToWait(token);
+      log.info(context, 'job handed back to the queue: this worker is stopping');
+    } catch (error) {
+      warn('could not hand a job back; it is re-delivered when its lock expires', error);
+    }
+    throw new WaitingError();
   }
 
   /**
@@ -149,6 +158,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
    */
   async function closeWorker(): Promise<void> {
     if (!worker) return;
+    closing = true;
     await worker.pause(true).catch(() => {});
     if (!(await resolvesWithin(Promise.all(running.values()), options.stopGraceMs))) {
       for (const controller of running.keys()) controller.abort(new JobStoppedError());
