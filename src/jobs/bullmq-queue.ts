@@ -69,26 +69,36 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
   let worker: Worker | undefined;
   let workerConnection: Redis | undefined;
   let definitions = new Map<string, RegisteredJob>();
-  let markerChecked = false;
+  let markerSeen: string | undefined;
   /** Set when the worker starts closing: a job fetched after that goes straight back. */
   let closing = false;
   const warn = throttledWarn(log);
 
   /**
-   * The marker lives as long as Redis keeps the queue's keys. Missing after we saw it means
-   * Redis came back empty; one process (the one whose SET NX wins) tells its owners.
+   * A marker key lives as long as Redis keeps the queue's keys. At each (re)connection this
+   * process reads it: missing, or another value than it saw last (another process found it
+   * missing first and made a new one), means Redis came back without the queue's jobs, and
+   * this process's listeners re-enqueue from the database. Every process hears it, so it
+   * does not matter which one reconnects first; the job ids make the re-enqueues one job.
    */
   async function checkMarker(): Promise<void> {
     try {
-      const created = await redis.client.set(markerKey, randomUUID(), 'NX');
-      if (created === 'OK' && markerChecked) {
+      await redis.client.set(markerKey, randomUUID(), 'NX');
+      const marker = await redis.client.get(markerKey);
+      if (markerSeen !== undefined && marker !== markerSeen) {
         log.warn(
           { queue: QUEUE_NAME },
           'Redis came back without the queue (restarted without persistence, flushed or failed over): its jobs are re-enqueued from the database',
         );
-        for (const listener of lostListeners) listener();
+        for (const listener of lostListeners) {
+          try {
+            listener();
+          } catch (error) {
+            log.error({ err: error }, 'a listener of lost jobs failed');
+          }
+        }
       }
-      markerChecked = true;
+      markerSeen = marker ?? undefined;
     } catch (error) {
       warn('could not check the queue marker in Redis', error);
     }

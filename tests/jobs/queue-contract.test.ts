@@ -18,7 +18,7 @@ import { createLocalQueue } from '../../src/jobs/local-queue.ts';
 import { type JobQueue, QueueUnavailableError } from '../../src/jobs/queue.ts';
 import { createRedisConnection, type RedisConnection } from '../../src/lib/redis/redis-connection.ts';
 import { captureLog } from '../helpers/test-log.ts';
-import { dropRedisPrefix, redisUrl, testRedisPrefix } from '../helpers/test-redis.ts';
+import { dropRedisPrefix, redisUrl, testRedisClient, testRedisPrefix } from '../helpers/test-redis.ts';
 
 interface Harness {
   queue: JobQueue;
@@ -316,5 +316,50 @@ describe('the BullMQ queue without Redis', () => {
     expect(calls).toHaveLength(0);
     expect(lines.some((l) => l.msg === 'Redis connection lost; reconnecting')).toBe(true);
     expect(JSON.stringify(lines)).not.toContain('secret-password');
+  });
+});
+
+describe.runIf(redisUrl)('the BullMQ queue when Redis forgets it', () => {
+  it('tells every process to re-enqueue when the queue marker is gone after a reconnect', async () => {
+    const { log, lines } = captureLog();
+    const prefix = testRedisPrefix();
+    cleanups.push(() => dropRedisPrefix(prefix));
+    const open = async () => {
+      const redis = createRedisConnection({ url: redisUrl as string, log });
+      const queue = createBullmqQueue({ redis, log, prefix, lockMs: 5000, stopGraceMs: 100 });
+      await redis.start();
+      await queue.start();
+      cleanups.push(async () => {
+        await queue.stop();
+        await redis.stop();
+      });
+      let lost = 0;
+      queue.onJobsLost(() => {
+        lost += 1;
+      });
+      return { redis, queue, lost: () => lost };
+    };
+    const first = await open();
+    const second = await open();
+    const admin = testRedisClient();
+    await admin.connect();
+    try {
+      // A reconnect that finds the marker in place is an ordinary reconnect: nothing is lost.
+      await admin.client('KILL', 'ADDR', `127.0.0.1:${first.redis.client.stream.localPort}`);
+      await until(() => first.redis.isReady(), 'the first to reconnect');
+      await sleep(200);
+      expect(first.lost()).toBe(0);
+
+      // As after a restart without persistence: the queue's keys are gone, both reconnect.
+      await admin.del(`${prefix}:agent-platform:epoch`);
+      await admin.client('KILL', 'ADDR', `127.0.0.1:${first.redis.client.stream.localPort}`);
+      await admin.client('KILL', 'ADDR', `127.0.0.1:${second.redis.client.stream.localPort}`);
+      await until(() => first.lost() === 1 && second.lost() === 1, 'both processes to hear it');
+      expect(lines.filter((l) => String(l.msg).startsWith('Redis came back without the queue'))).toHaveLength(
+        2,
+      );
+    } finally {
+      admin.disconnect();
+    }
   });
 });

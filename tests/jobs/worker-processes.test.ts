@@ -1,18 +1,23 @@
 /**
  * Worker processes on one queue, on the machine's Redis (REDIS_URL): real child processes
  * (`tests/fixtures/queue-worker.ts`, the product's BullMQ driver with a test job that
- * records each execution in Redis), killed and stopped as an operator or a crash would.
- * Also `npm run worker` itself (`src/worker.ts`).
+ * records each execution in a file that stands for the database), killed and stopped as an
+ * operator or a crash would. Also `npm run worker` itself (`src/worker.ts`).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createBullmqQueue, QUEUE_NAME } from '../../src/jobs/bullmq-queue.ts';
 import type { JobQueue } from '../../src/jobs/queue.ts';
 import { createRedisConnection, type RedisConnection } from '../../src/lib/redis/redis-connection.ts';
+import {
+  killSpawned,
+  spawnScript,
+  startQueueWorker,
+  until,
+  workerRecords,
+} from '../helpers/queue-workers.ts';
 import { createTestDatabaseEnv, onPostgres } from '../helpers/test-app.ts';
 import { captureLog } from '../helpers/test-log.ts';
 import { dropRedisPrefix, redisUrl, testRedisClient, testRedisPrefix } from '../helpers/test-redis.ts';
@@ -21,56 +26,13 @@ import { dropRedisPrefix, redisUrl, testRedisClient, testRedisPrefix } from '../
 vi.setConfig({ testTimeout: 120_000 });
 const root = path.resolve(import.meta.dirname, '../..');
 
-interface WorkerProcess {
-  child: ChildProcess;
-  pid: number;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  output(): string;
-}
-
-const children: ChildProcess[] = [];
-const cleanups: (() => Promise<void>)[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
-  for (const child of children.splice(0))
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  killSpawned();
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function spawnScript(script: string, env: NodeJS.ProcessEnv): WorkerProcess {
-  const child = spawn(process.execPath, [script], {
-    cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  child.stdout?.on('data', (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  return { child, pid: child.pid as number, exited, output: () => output };
-}
-
-async function until<T>(
-  probe: () => T | undefined | Promise<T | undefined>,
-  what: string,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-/** The test's side of one queue: a producer, the records the workers write, and workers to start. */
+/** The test's side of one queue: a producer, workers to start, and what they recorded. */
 async function sharedQueue(lockMs: number) {
   const prefix = testRedisPrefix();
   const { log } = captureLog('warn');
@@ -79,32 +41,19 @@ async function sharedQueue(lockMs: number) {
   await redis.start();
   expect(redis.isReady(), 'Redis at REDIS_URL must be reachable').toBe(true);
   await producer.start();
-  const reader: Redis = testRedisClient();
-  await reader.connect();
+  const records = workerRecords();
   cleanups.push(async () => {
-    reader.disconnect();
     await producer.stop();
     await redis.stop();
     await dropRedisPrefix(prefix);
+    records.remove();
   });
-  const startWorker = async (env: NodeJS.ProcessEnv = {}) => {
-    const worker = spawnScript('tests/fixtures/queue-worker.ts', {
-      REDIS_URL: redisUrl,
-      QUEUE_PREFIX: prefix,
-      QUEUE_LOCK_MS: String(lockMs),
-      ...env,
-    });
-    await until(() => worker.output().includes('ready\n') || undefined, 'the worker to consume');
-    return worker;
-  };
-  return {
-    prefix,
-    producer,
-    startWorker,
-    started: () => reader.lrange(`${prefix}:started`, 0, -1),
-    doneBy: () => reader.lrange(`${prefix}:done-by`, 0, -1),
-    doneCounts: () => reader.hgetall(`${prefix}:done`),
-  };
+  const startWorker = (env: NodeJS.ProcessEnv = {}) =>
+    startQueueWorker(
+      { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix, QUEUE_LOCK_MS: String(lockMs), ...env },
+      records,
+    );
+  return { prefix, producer, startWorker, ...records };
 }
 
 describe.runIf(redisUrl)('worker processes sharing one queue', () => {
@@ -113,12 +62,12 @@ describe.runIf(redisUrl)('worker processes sharing one queue', () => {
     const [a, b] = await Promise.all([q.startWorker(), q.startWorker()]);
     const n = 60;
     for (let i = 0; i < n; i++) await q.producer.enqueue('test.record', { n: i, hold_ms: 20 });
-    await until(async () => (await q.doneBy()).length >= n || undefined, `${n} jobs`);
+    await until(() => q.doneBy().length >= n, `${n} jobs`);
     await sleep(500);
-    const counts = await q.doneCounts();
+    const counts = q.doneCounts();
     expect(Object.keys(counts)).toHaveLength(n);
-    expect(Object.values(counts).every((count) => count === '1')).toBe(true);
-    const pids = new Set((await q.doneBy()).map((entry) => entry.split(':')[1]));
+    expect(Object.values(counts).every((count) => count === 1)).toBe(true);
+    const pids = new Set(q.doneBy().map((entry) => entry.split(':')[1]));
     expect(pids).toEqual(new Set([String(a?.pid), String(b?.pid)]));
   });
 
@@ -128,21 +77,17 @@ describe.runIf(redisUrl)('worker processes sharing one queue', () => {
     const q = await sharedQueue(2000);
     const doomed = await q.startWorker();
     await q.producer.enqueue('test.record', { n: 1, hold_ms: 3000 });
-    await until(async () => (await q.started()).includes(`1:${doomed.pid}`) || undefined, 'the job to start');
+    await until(() => q.started().includes(`1:${doomed.pid}`), 'the job to start');
     doomed.child.kill('SIGKILL');
     expect((await doomed.exited).signal).toBe('SIGKILL');
     const killedAt = Date.now();
 
     const survivor = await q.startWorker();
-    await until(
-      async () => (await q.doneBy()).length > 0 || undefined,
-      'the job to complete elsewhere',
-      30_000,
-    );
+    await until(() => q.doneBy().length > 0, 'the job to complete elsewhere', 30_000);
     expect(Date.now() - killedAt).toBeLessThan(15_000);
-    expect(await q.doneBy()).toEqual([`1:${survivor.pid}`]);
-    expect(await q.started()).toEqual([`1:${doomed.pid}`, `1:${survivor.pid}`]);
-    expect(await q.doneCounts()).toEqual({ 1: '1' });
+    expect(q.doneBy()).toEqual([`1:${survivor.pid}`]);
+    expect(q.started()).toEqual([`1:${doomed.pid}`, `1:${survivor.pid}`]);
+    expect(q.doneCounts()).toEqual({ 1: 1 });
   });
 
   it('hand a running job back when a worker stops (SIGTERM) after its grace period', async () => {
@@ -150,20 +95,13 @@ describe.runIf(redisUrl)('worker processes sharing one queue', () => {
     const q = await sharedQueue(60_000);
     const leaving = await q.startWorker({ WORKER_STOP_GRACE_MS: '300' });
     await q.producer.enqueue('test.record', { n: 7, hold_ms: 4000 });
-    await until(
-      async () => (await q.started()).includes(`7:${leaving.pid}`) || undefined,
-      'the job to start',
-    );
+    await until(() => q.started().includes(`7:${leaving.pid}`), 'the job to start');
     const staying = await q.startWorker();
     leaving.child.kill('SIGTERM');
     expect(await leaving.exited).toEqual({ code: 0, signal: null });
     expect(leaving.output()).toContain('job handed back to the queue');
-    await until(
-      async () => (await q.doneBy()).length > 0 || undefined,
-      'the other worker to finish it',
-      15_000,
-    );
-    expect(await q.doneBy()).toEqual([`7:${staying.pid}`]);
+    await until(() => q.doneBy().length > 0, 'the other worker to finish it', 15_000);
+    expect(q.doneBy()).toEqual([`7:${staying.pid}`]);
   });
 });
 
@@ -184,17 +122,11 @@ describe('npm run worker (src/worker.ts)', () => {
       const dbEnv = await createTestDatabaseEnv();
       cleanups.push(dbEnv.drop);
       const worker = spawnScript('src/worker.ts', { ...dbEnv.env, RUN_MODE: 'all' });
-      await until(
-        () => /"msg":"worker started: consuming jobs"/.test(worker.output()) || undefined,
-        'the worker',
-      );
+      await until(() => /"msg":"worker started: consuming jobs"/.test(worker.output()), 'the worker');
       const client = testRedisClient();
       const queue = new Queue(QUEUE_NAME, { connection: client, prefix: dbEnv.env.QUEUE_PREFIX });
       try {
-        await until(
-          async () => ((await queue.getWorkers()).length === 1 ? true : undefined),
-          'its BullMQ worker',
-        );
+        await until(async () => (await queue.getWorkers()).length === 1, 'its BullMQ worker');
       } finally {
         await queue.close();
         client.disconnect();

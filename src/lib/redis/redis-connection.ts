@@ -91,7 +91,10 @@ export function createRedisConnection(options: RedisConnectionOptions): RedisCon
     connection.on('close', () => {
       if (!stopped && !lost && connection.status !== 'end') {
         lost = true;
-        log.warn({ redis: where, connection: purpose }, 'Redis connection closed; reconnecting');
+        log.warn(
+          { redis: where, connection: purpose, reason: 'closed' },
+          'Redis connection lost; reconnecting',
+        );
       }
     });
     connection.on('ready', () => {
