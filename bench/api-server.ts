@@ -22,7 +22,7 @@ for (let i = 0; i < 200; i++) {
     name: `Agent ${i}`,
     description: 'seeded for the benchmark',
     model: { provider: 'openai', name: 'gpt-4o-mini' },
-    tools: [{ name: 'github' }, { name: 'web_search' }],
+    tools: [{ name: 'http_request', config: { allowed_hosts: ['api.github.com'] } }],
     tags: ['bench', i % 2 ? 'odd' : 'even'],
   });
 }

@@ -15,9 +15,13 @@ import { createValidatorCompiler } from './http/validation.ts';
 import { runAsWorkStartedAt } from './lib/request-order.ts';
 import { loggerOptions } from './logger.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
+import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
+import { providersRoutes } from './modules/providers/providers.routes.ts';
+import { runsRoutes } from './modules/runs/runs.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
+import { toolsRoutes } from './modules/tools/tools.routes.ts';
 import { workflowsRoutes } from './modules/workflows/workflows.routes.ts';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.ts';
 import type { Services } from './services.ts';
@@ -84,10 +88,14 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(workspacesRoutes, { workspaces: services.workspaces });
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });
+      await api.register(runsRoutes, { runs: services.runs });
       await api.register(credentialsRoutes, {
         credentials: services.credentials,
         platformAdmins: new Set(config.platformAdmins),
       });
+      await api.register(chatRoutes, { chat: services.chat });
+      await api.register(providersRoutes, { providers: services.providers });
+      await api.register(toolsRoutes, { tools: services.tools });
     },
     { prefix: '/api' },
   );

@@ -1,22 +1,34 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
+import { activityEvents } from './db/schema/activity.ts';
 import { createLocalEventHub } from './events/event-hub.ts';
 import { createRedisEventHub } from './events/redis-event-hub.ts';
 import { createBullmqQueue } from './jobs/bullmq-queue.ts';
 import type { RegisteredJob } from './jobs/job.ts';
 import { createLocalQueue } from './jobs/local-queue.ts';
+import type { AddressPolicy } from './lib/net/address-guard.ts';
 import { createRedisConnection } from './lib/redis/redis-connection.ts';
 import type { Component } from './lifecycle.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
+import { createChatService } from './modules/chat/chat.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
 import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
+import { createModelGateway } from './modules/providers/ai-gateway.ts';
+import { createProvidersService } from './modules/providers/providers.service.ts';
+import { createRunEngine } from './modules/runs/run-engine.ts';
+import { createRunLog } from './modules/runs/run-log.ts';
+import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
+import { loadToolDefinitions } from './modules/tools/tool-registry.ts';
+import { createToolsService } from './modules/tools/tools.service.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
 
@@ -40,31 +52,87 @@ export async function createServices(config: Config, database: Database, options
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
   const settings = createSettingsService(db);
+  const credentials = createCredentialsService({
+    db,
+    settings,
+    keys: vaultKeys,
+    testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
+  });
+  // Outbound requests to addresses users chose (LLM base URLs, the http_request tool) follow the
+  // vault's policy: the workspace's refuse_private_networks, and VAULT_ALLOW_LOOPBACK in development.
+  const addressPolicy = async (workspaceId: string): Promise<AddressPolicy> => ({
+    refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
+    allowLoopback: config.vaultAllowLoopback,
+  });
+  const tools = createToolsService({ definitions: await loadToolDefinitions(), credentials, addressPolicy });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
     removeFromWorkflows: (tx, workspaceId, agentId) => workflows.removeAgent(tx, workspaceId, agentId),
+    checkTools: tools.checkRefs,
   });
   const workflows = createWorkflowsService(db, { agents: { lockExisting: agents.lockExisting } });
+  const modelGateway = createModelGateway({ settings, credentials, tools, addressPolicy });
 
   // Jobs and events: on Redis when REDIS_URL is set (any number of processes), else in-process.
   const redis = config.redis ? createRedisConnection({ url: config.redis.url, log }) : undefined;
   const { prefix, lockMs, stopGraceMs } = config.queue;
-  const eventHub = redis ? createRedisEventHub({ redis, prefix, log }) : createLocalEventHub();
+  const hub = redis ? createRedisEventHub({ redis, prefix, log }) : createLocalEventHub();
   const queue = redis
     ? createBullmqQueue({ redis, log, prefix, lockMs, stopGraceMs })
     : createLocalQueue({ log, stopGraceMs });
+  // Started in this order, stopped in reverse. The queue comes last so it stops first: its
+  // running jobs use everything before it (the model gateway's stop aborts calls still open).
+  const components: Component[] = [...(redis ? [redis] : []), hub, modelGateway, queue];
+  const commit = createRunLog({
+    db,
+    hub,
+    activity: {
+      record: async (tx, e) => {
+        const [row] = await tx
+          .insert(activityEvents)
+          .values({
+            workspace_id: e.workspaceId,
+            kind: e.kind,
+            subject_type: e.subjectType,
+            subject_id: e.subjectId,
+            message: e.message,
+            data: e.data ?? {},
+            actor: e.actor,
+          })
+          .returning({ id: activityEvents.id });
+        return row?.id ?? 0;
+      },
+    },
+  });
+  const engine = createRunEngine({
+    db,
+    commit,
+    agents,
+    models: modelGateway,
+    hub,
+    owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+  });
+  const runs = createRunsService({
+    db,
+    commit,
+    workflows,
+    hub,
+    enqueue: async (id) => {
+      setImmediate(
+        () => void engine.execute(id, new AbortController().signal).catch((e) => console.error(e)),
+      );
+    },
+    onEnqueueError: () => {},
+  });
   // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
   // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.
   const jobs: RegisteredJob[] = [];
-  // Started in this order, stopped in reverse. The queue comes last so it stops first: its
-  // running jobs use everything before it.
-  const components: Component[] = [...(redis ? [redis] : []), eventHub, queue];
 
   return {
     config,
     log,
-    eventHub,
+    eventHub: hub,
     queue,
     jobs,
     components,
@@ -77,19 +145,20 @@ export async function createServices(config: Config, database: Database, options
     workspaces: createWorkspacesService(db),
     agents,
     workflows,
+    runs,
+    engine,
     settings,
-    credentials: createCredentialsService({
-      db,
-      settings,
-      keys: vaultKeys,
-      testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
-    }),
+    credentials,
+    tools,
+    providers: createProvidersService({ db, settings, credentials, addressPolicy }),
+    modelGateway,
+    chat: createChatService({ db, gateway: modelGateway, agents }),
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,
       startedAt: new Date(),
       // Reported under their names: Redis and the model providers fill the spec's rows.
-      components: redis ? [redis] : [],
+      components: [...(redis ? [redis] : []), modelGateway],
     }),
   };
 }

@@ -28,8 +28,7 @@ beforeAll(async () => {
         model: { provider: 'anthropic', name: 'claude "quoted"' },
         system_prompt: '',
         tools: [
-          { name: 'github', config: { repos: ['a/b'], depth: 2, nested: { on: true, none: null } } },
-          { name: 'web' },
+          { name: 'http_request', config: { allowed_hosts: ['a.example', '*.b.example'], timeout_ms: 2000 } },
         ],
         status: 'Active',
         config: {

@@ -21,7 +21,7 @@ describe('agents CRUD', () => {
       model: { provider: 'anthropic', name: 'claude-sonnet' },
       role: 'code reviewer',
       system_prompt: 'Review carefully.',
-      tools: [{ name: 'github', config: { repo: 'x/y' } }, { name: 'web_search' }],
+      tools: [{ name: 'http_request', config: { allowed_hosts: ['api.github.com'] } }],
       tags: ['review', 'code'],
     });
     expect(response.statusCode).toBe(201);
@@ -32,7 +32,7 @@ describe('agents CRUD', () => {
       status: 'Idle',
       config: {},
       description: null,
-      tools: [{ name: 'github', config: { repo: 'x/y' } }, { name: 'web_search' }],
+      tools: [{ name: 'http_request', config: { allowed_hosts: ['api.github.com'] } }],
       tags: ['review', 'code'],
       created_by: 'alice',
     });

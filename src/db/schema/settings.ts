@@ -1,5 +1,7 @@
 import { jsonb, pgTable, primaryKey, uuid, varchar } from 'drizzle-orm/pg-core';
 import { type Static, type TObject, Type } from 'typebox';
+import { StringEnum } from '../../lib/typebox.ts';
+import { ModelRefSchema } from './agents.ts';
 import { updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
@@ -29,6 +31,82 @@ export const CredentialSettingsSchema = Type.Object({
   }),
 });
 
+/** The wire protocols the model gateway speaks (through the AI SDK's providers). */
+export const PROVIDER_KINDS = ['openai_compatible', 'anthropic'] as const;
+
+/** A provider id: a slug that model references (`{provider, name}`) name. `local` is reserved. */
+export const PROVIDER_ID_PATTERN = '^[a-z0-9][a-z0-9_-]{0,49}$';
+
+/** One model endpoint a workspace configured; its API key is a reference to a vault credential. */
+export const ProviderConfigSchema = Type.Object(
+  {
+    id: Type.String({
+      pattern: PROVIDER_ID_PATTERN,
+      description:
+        'slug that model references name (`{"provider": "<id>", "name": ...}`); `local` is reserved',
+    }),
+    kind: StringEnum(PROVIDER_KINDS, {
+      description:
+        'wire protocol: openai_compatible (OpenAI, Azure OpenAI, Ollama, vLLM, LM Studio, Groq, ...) or anthropic',
+    }),
+    base_url: Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      description:
+        'where the API paths hang from, version included: https://api.openai.com/v1, https://api.anthropic.com/v1, http://localhost:11434/v1',
+    }),
+    credential_id: Type.Union([Type.Integer({ minimum: 1, maximum: 2_147_483_647 }), Type.Null()], {
+      description:
+        'vault credential holding the API key (field api_key, or token); null for keyless local servers (not allowed for anthropic)',
+    }),
+    api_key_header: Type.Union([Type.String({ pattern: '^[A-Za-z0-9-]{1,100}$' }), Type.Null()], {
+      description:
+        'openai_compatible only: send the key raw in this header (Azure OpenAI: api-key) instead of Authorization: Bearer',
+    }),
+    headers: Type.Record(
+      Type.String({ pattern: '^[A-Za-z0-9-]{1,100}$' }),
+      Type.String({ maxLength: 1000 }),
+      {
+        maxProperties: 20,
+        description:
+          'extra request headers, stored and shown in clear: never a secret (authorization-like names are refused)',
+      },
+    ),
+    timeout_ms: Type.Integer({
+      minimum: 100,
+      maximum: 600_000,
+      description:
+        'ms to wait for the first output (and between outputs) before the attempt counts as timed out; default 60000',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** What one model costs, in the workspace's price unit (USD unless it says otherwise) per million tokens. */
+export const ModelPriceSchema = Type.Object(
+  {
+    provider: ModelRefSchema.properties.provider,
+    name: ModelRefSchema.properties.name,
+    input_per_million: Type.Number({ minimum: 0, maximum: 1_000_000 }),
+    output_per_million: Type.Number({ minimum: 0, maximum: 1_000_000 }),
+  },
+  { additionalProperties: false },
+);
+
+/** The `providers` namespace: the workspace's model endpoints, default model, prices and fallback order. */
+export const ProviderSettingsSchema = Type.Object({
+  providers: Type.Array(ProviderConfigSchema, { maxItems: 20 }),
+  default_model: Type.Union([ModelRefSchema, Type.Null()], {
+    description:
+      'the model of agents without one and of chat without an agent; required once a provider exists',
+  }),
+  prices: Type.Array(ModelPriceSchema, { maxItems: 200 }),
+  fallback: Type.Array(ModelRefSchema, {
+    maxItems: 10,
+    description: 'tried in order after the requested model fails before its first output',
+  }),
+});
+
 /**
  * Every settings namespace: its schema (a stored value that no longer fits it is ignored)
  * and its defaults, which apply to every key a workspace has not set. The defaults are
@@ -43,6 +121,10 @@ export const SETTINGS_NAMESPACES = {
       archive_audit_on_delete: true,
       refuse_private_networks: true,
     },
+  },
+  providers: {
+    schema: ProviderSettingsSchema,
+    defaults: { providers: [], default_model: null, prices: [], fallback: [] },
   },
 } as const satisfies Record<string, { schema: TObject; defaults: Record<string, unknown> }>;
 

@@ -60,6 +60,15 @@ export function createAgentsRepository(db: Db) {
       return row;
     },
 
+    /** The workspace's agents among `ids`; unknown ids are simply absent. */
+    async findMany(workspaceId: string, ids: string[]): Promise<AgentRow[]> {
+      if (ids.length === 0) return [];
+      return db
+        .select()
+        .from(agents)
+        .where(and(eq(agents.workspace_id, workspaceId), inArray(agents.id, [...new Set(ids)])));
+    },
+
     /**
      * Newest first, then by id, so pages are stable while rows are added. Answers the
      * page as JSON text (`{items, total, limit, offset}`) for the route to send as it is.

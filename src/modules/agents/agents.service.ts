@@ -1,12 +1,15 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { notFound } from '../../errors.ts';
+import { type FieldError, invalidFields, notFound } from '../../errors.ts';
 import {
   type AgentChanges,
   type AgentFilter,
+  type AgentRow,
   createAgentsRepository,
   type NewAgent,
 } from './agents.repository.ts';
+
+export type { AgentRow } from './agents.repository.ts';
 
 export type CreateAgentInput = Omit<NewAgent, 'workspace_id' | 'created_by'>;
 
@@ -18,15 +21,28 @@ export type CreateAgentInput = Omit<NewAgent, 'workspace_id' | 'created_by'>;
 export interface AgentsDependencies {
   /** Deleting an agent takes it out of every workflow, in the delete's transaction. */
   removeFromWorkflows(tx: Db, workspaceId: string, agentId: string): Promise<void>;
+  /**
+   * The tool registry's verdict on an agent's `tools` (unknown names, configs that do not fit),
+   * as field errors under `field`; wired to `ToolsService.checkRefs`.
+   */
+  checkTools(tools: NonNullable<AgentChanges['tools']>, field: string): FieldError[];
 }
 
 /** Agents: the configured LLM workers that workflows are made of. */
 export function createAgentsService(db: Db, deps: AgentsDependencies) {
   const repo = createAgentsRepository(db);
 
+  /** An agent may name only tools the registry has, configured as each tool allows. */
+  const checkTools = (tools: AgentChanges['tools']) => {
+    const errors = tools ? deps.checkTools(tools, 'body.tools') : [];
+    if (errors.length > 0) throw invalidFields(errors);
+  };
+
   return {
-    create: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, input: CreateAgentInput) =>
-      repo.insert({ ...input, workspace_id: caller.workspaceId, created_by: caller.userId }),
+    async create(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, input: CreateAgentInput) {
+      checkTools(input.tools);
+      return repo.insert({ ...input, workspace_id: caller.workspaceId, created_by: caller.userId });
+    },
 
     async get(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, id: string) {
       const agent = await repo.find(caller.workspaceId, id);
@@ -55,6 +71,7 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
       id: string,
       changes: AgentChanges,
     ) {
+      checkTools(changes.tools);
       const agent = await repo.update(caller.workspaceId, id, changes);
       if (!agent) throw notFound('agent', id);
       return agent;
@@ -80,6 +97,17 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
     async lockExisting(tx: Db, workspaceId: string, ids: string[]): Promise<number[]> {
       const present = await createAgentsRepository(tx).lockShared(workspaceId, ids);
       return ids.flatMap((agentId, index) => (present.has(agentId) ? [] : [index]));
+    },
+
+    /** For runs: the workspace's agents among `ids`, keyed by id (unknown ids are absent). */
+    async findMany(workspaceId: string, ids: string[]): Promise<Map<string, AgentRow>> {
+      const rows = await repo.findMany(workspaceId, ids);
+      return new Map(rows.map((row) => [row.id, row]));
+    },
+
+    /** For runs, inside their step transaction: Idle -> Busy -> Idle, or Error after a failure. */
+    async setStatus(tx: Db, workspaceId: string, id: string, status: AgentRow['status']): Promise<void> {
+      await createAgentsRepository(tx).update(workspaceId, id, { status });
     },
   };
 }

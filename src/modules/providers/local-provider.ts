@@ -1,10 +1,10 @@
+import { estimateTokens } from '../../lib/tokens.ts';
 import type { ModelEvent, ModelRequest } from './model-gateway.ts';
+
+export { estimateTokens } from '../../lib/tokens.ts';
 
 /** Names the built-in provider in steps, messages and costs. */
 export const LOCAL_PROVIDER = { provider: 'local', model: 'echo' } as const;
-
-/** About four characters per token, the usual rule of thumb for English text. */
-export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
 
 /**
  * The provider a workspace has before it configures one: deterministic and free. It says

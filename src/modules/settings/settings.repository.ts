@@ -23,13 +23,23 @@ export function createSettingsRepository(db: Db) {
       return Object.fromEntries(rows.map((row) => [row.key, row.value]));
     },
 
+    /** One key's stored value in every workspace that set it (process-wide views such as health). */
+    async valuesOf(key: string): Promise<{ workspace_id: string; value: unknown }[]> {
+      return db
+        .select({ workspace_id: workspaceSettings.workspace_id, value: workspaceSettings.value })
+        .from(workspaceSettings)
+        .where(eq(workspaceSettings.key, key));
+    },
+
+    /** Stores `value` under `key`; null is stored as JSON null (the column itself is never NULL). */
     async put(workspaceId: string, key: string, value: unknown): Promise<void> {
+      const json = value === null ? sql`'null'::jsonb` : value;
       await db
         .insert(workspaceSettings)
-        .values({ workspace_id: workspaceId, key, value })
+        .values({ workspace_id: workspaceId, key, value: json })
         .onConflictDoUpdate({
           target: [workspaceSettings.workspace_id, workspaceSettings.key],
-          set: { value, updated_at: sql`now()` },
+          set: { value: json, updated_at: sql`now()` },
         });
     },
   };

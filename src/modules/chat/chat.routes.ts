@@ -1,0 +1,66 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { IdParams } from '../../http/schemas.ts';
+import { sendEventStream } from '../../http/sse.ts';
+import {
+  ChatBody,
+  ChatStreamResponse,
+  ConversationDetail,
+  ConversationHistoryQuery,
+  ConversationPage,
+  ListConversationsQuery,
+} from './chat.schemas.ts';
+import type { ChatService } from './chat.service.ts';
+
+const tags = ['Chat'];
+
+/** Streaming chat and the caller's conversations (spec 4.3). */
+export const chatRoutes: FastifyPluginAsyncTypebox<{ chat: ChatService }> = async (app, { chat }) => {
+  app.post(
+    '/chat',
+    {
+      schema: {
+        tags,
+        summary: 'Send a message; the answer streams as Server-Sent Events',
+        description:
+          'Answers with text/event-stream. What fails before the model’s first output is an ordinary problem+json answer and stores nothing: an unknown conversation (404 conversation_not_found) or agent (404 agent_not_found), a bad body (400), or every provider failing (502 provider_error / 504 provider_timeout, with each attempt in `errors`). After the stream started, a failure is a last `error` event. Closing the connection aborts the provider call. The model is the agent’s, else the workspace’s default; with no provider configured, the built-in local provider answers.',
+        body: ChatBody,
+        response: { 200: ChatStreamResponse },
+      },
+    },
+    async (request, reply) =>
+      sendEventStream(request, reply, (signal) => chat.send(request.caller, request.body, signal), {
+        onError: (error) => request.log.error({ err: error }, 'chat stream failed after it started'),
+      }),
+  );
+
+  app.get(
+    '/chat/conversations',
+    {
+      schema: {
+        tags,
+        summary: 'List your conversations',
+        description:
+          'Your conversations in this workspace (conversations are personal: other members’ are not listed), most recent message first, with title and last_message_at.',
+        querystring: ListConversationsQuery,
+        response: { 200: ConversationPage },
+      },
+    },
+    async (request) => chat.listConversations(request.caller, request.query),
+  );
+
+  app.get(
+    '/chat/conversations/:id',
+    {
+      schema: {
+        tags,
+        summary: 'A conversation and its history',
+        description:
+          'One of your conversations with a page of its messages, oldest first, each with usage, cost, latency, provider, model, tool calls and error. Page on with `after=<next_cursor>`. Another user’s or workspace’s conversation is 404.',
+        params: IdParams,
+        querystring: ConversationHistoryQuery,
+        response: { 200: ConversationDetail },
+      },
+    },
+    async (request) => chat.getConversation(request.caller, request.params.id, request.query),
+  );
+};

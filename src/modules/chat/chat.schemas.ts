@@ -1,0 +1,79 @@
+import { Type } from 'typebox';
+import { MessageRoleSchema, UsageSchema } from '../../db/schema/chat.ts';
+import { ToolCallRecordSchema } from '../../db/schema/runs.ts';
+import { Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+
+export const ChatBody = Type.Object(
+  {
+    message: Type.String({ minLength: 1, maxLength: 100_000, description: 'what the user says' }),
+    conversation_id: Type.Optional(
+      Uuid({ description: 'continue this conversation of yours; a new conversation when absent' }),
+    ),
+    agent_id: Type.Optional(
+      Uuid({
+        description:
+          'talk to this agent (its model, system prompt and tools); a conversation keeps the agent it started with',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ConversationSchema = Type.Object({
+  id: Uuid(),
+  workspace_id: Uuid(),
+  agent_id: Nullable(Uuid()),
+  user_id: Type.String(),
+  title: Type.String({ description: 'the first message, on one line, cut at 80 characters' }),
+  created_at: Timestamp(),
+  updated_at: Timestamp(),
+  last_message_at: Timestamp(),
+});
+
+export const MessageSchema = Type.Object({
+  id: Type.Integer({ description: 'orders the history; the cursor of `after`' }),
+  conversation_id: Uuid(),
+  role: MessageRoleSchema,
+  content: Type.String(),
+  tool_calls: Type.Array(ToolCallRecordSchema),
+  usage: Nullable(UsageSchema),
+  cost: Nullable(
+    Type.Number({ description: 'in the workspace’s price unit; 0 when the model has no price' }),
+  ),
+  latency_ms: Nullable(Type.Integer()),
+  provider: Nullable(Type.String()),
+  model: Nullable(Type.String()),
+  error: Nullable(Type.String({ description: 'why an answer failed or stopped, as `<code>: <message>`' })),
+  created_at: Timestamp(),
+});
+
+export const ConversationPage = Page(ConversationSchema);
+
+export const ListConversationsQuery = Type.Object({ ...PageQuery });
+
+export const ConversationHistoryQuery = Type.Object({
+  after: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'the last message id you have',
+    }),
+  ),
+  limit: Type.Integer({ minimum: 1, maximum: 200, default: 100, description: 'messages per page, 1 to 200' }),
+});
+
+export const ConversationDetail = Type.Object({
+  ...ConversationSchema.properties,
+  messages: Type.Array(MessageSchema, { description: 'oldest first' }),
+  next_cursor: Nullable(Type.Integer({ description: 'the `after` of the next page; null at the end' })),
+});
+
+/** The documented shape of the answer stream (written by `http/sse.ts`, not serialised by this schema). */
+export const ChatStreamResponse = {
+  description:
+    'Server-Sent Events, ids counting from 1: `start` {conversation_id, message_id}, `delta` {text}, `tool_call` {id, name, input}, `tool_result` {id, name, output, error?}, `citation` (emitted by knowledge search, none yet), then `done` {message_id, usage: {input_tokens, output_tokens}, cost, latency_ms, provider, model, fallbacks} or `error` {code, message}; a `: heartbeat` comment every 15 s.',
+  content: { 'text/event-stream': { schema: Type.String() } },
+};

@@ -1,0 +1,225 @@
+import type { Caller } from '../../caller.ts';
+import { type Db, inTransaction } from '../../db/transaction.ts';
+import { AppError, invalid, notFound } from '../../errors.ts';
+import type { AgentsService } from '../agents/agents.service.ts';
+import type { ModelEvent, ModelGateway } from '../providers/providers.service.ts';
+import { createChatRepository, type MessageRow, type ToolCallRecord } from './chat.repository.ts';
+import { DEFAULT_HISTORY_TOKEN_BUDGET, selectMemory } from './chat-memory.ts';
+
+/** Characters of the first message a new conversation's title keeps. */
+export const TITLE_LENGTH = 80;
+/** Earlier messages read for memory at most (the token budget then chooses among them). */
+const MEMORY_WINDOW = 200;
+
+/** One event of a chat answer, as `http/sse.ts` writes it: a name, a JSON payload, an id. */
+export interface ChatEvent {
+  event: 'start' | 'delta' | 'tool_call' | 'tool_result' | 'citation' | 'done';
+  data: unknown;
+  /** The event's position in this answer's stream, from 1. */
+  id: number;
+}
+
+export interface ChatInput {
+  message: string;
+  conversation_id?: string;
+  agent_id?: string;
+}
+
+export interface ChatDependencies {
+  db: Db;
+  gateway: Pick<ModelGateway, 'stream'>;
+  agents: Pick<AgentsService, 'get'>;
+  /** Tokens of earlier messages a turn may carry (default `DEFAULT_HISTORY_TOKEN_BUDGET`). */
+  historyTokenBudget?: number;
+}
+
+type Owner = Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>;
+
+/** The title of a conversation: its first message on one line, cut at `TITLE_LENGTH` characters. */
+export function titleOf(message: string): string {
+  const line = message.replace(/\s+/g, ' ').trim();
+  return line.length > TITLE_LENGTH ? `${line.slice(0, TITLE_LENGTH - 1).trimEnd()}…` : line;
+}
+
+/** A message as the API shows it (the row without its workspace). */
+const present = ({ workspace_id: _workspace, ...message }: MessageRow) => message;
+
+/**
+ * Chat: one user's conversations with a model (and optionally an agent: its model, system
+ * prompt and tools). An answer streams as events; everything that can fail before the model's
+ * first output (an unknown conversation or agent, every provider down) fails before the first
+ * event, so the route answers it as problem+json and nothing is stored. Once the first output
+ * arrives, the user's message and the answer are stored, and the answer is completed (or marked
+ * with its error, or as aborted) when the stream ends.
+ */
+export function createChatService(deps: ChatDependencies) {
+  const repo = createChatRepository(deps.db);
+  const budget = deps.historyTokenBudget ?? DEFAULT_HISTORY_TOKEN_BUDGET;
+
+  return {
+    async *send(caller: Owner, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatEvent> {
+      const owner = { workspaceId: caller.workspaceId, userId: caller.userId };
+      const existing = input.conversation_id
+        ? await repo.findConversation(owner, input.conversation_id)
+        : undefined;
+      if (input.conversation_id && !existing) throw notFound('conversation', input.conversation_id);
+      if (existing && input.agent_id && existing.agent_id !== input.agent_id) {
+        throw invalid(
+          'body.agent_id',
+          'differs from the agent the conversation was started with; start a new conversation',
+        );
+      }
+      const agentId = input.agent_id ?? existing?.agent_id ?? null;
+      const agent = agentId ? await deps.agents.get(caller, agentId) : undefined;
+      const history = existing
+        ? await repo.recentMessages(caller.workspaceId, existing.id, MEMORY_WINDOW)
+        : [];
+      const memory = selectMemory(
+        history.map((message) => ({ role: message.role, content: message.content })),
+        budget,
+      );
+
+      const turn = deps.gateway
+        .stream({
+          workspaceId: caller.workspaceId,
+          userId: caller.userId,
+          model: agent?.model ?? null,
+          ...(agent?.system_prompt ? { system: agent.system_prompt } : {}),
+          messages: [...memory, { role: 'user', content: input.message }],
+          ...(agent && agent.tools.length > 0 ? { tools: agent.tools } : {}),
+          signal,
+        })
+        [Symbol.asyncIterator]();
+      // The first output decides: a failure before it is the request's error, with nothing stored.
+      let next = await turn.next();
+
+      const stored = inTransaction(deps.db, async (tx) => {
+        const txRepo = createChatRepository(tx);
+        const conversation =
+          existing ??
+          (await txRepo.insertConversation(owner, { title: titleOf(input.message), agent_id: agentId }));
+        if (existing) await txRepo.touchConversation(caller.workspaceId, existing.id);
+        const base = { conversation_id: conversation.id, workspace_id: caller.workspaceId };
+        await txRepo.insertMessage({ ...base, role: 'user', content: input.message });
+        // Stored before it streams, so an answer cut off by a crash still shows in the history.
+        const answer = await txRepo.insertMessage({
+          ...base,
+          role: 'assistant',
+          content: '',
+          error: 'incomplete: the answer was interrupted before it finished',
+        });
+        return { conversation, answer };
+      });
+      const { conversation, answer } = await stored.catch(async (error: unknown) => {
+        await turn.return?.();
+        throw error;
+      });
+
+      let sequence = 0;
+      const event = (name: ChatEvent['event'], data: unknown): ChatEvent => ({
+        event: name,
+        data,
+        id: ++sequence,
+      });
+      let text = '';
+      const toolCalls: ToolCallRecord[] = [];
+      let settled = false;
+      const settle = async (outcome: Parameters<typeof repo.completeMessage>[2]) => {
+        settled = true;
+        await inTransaction(deps.db, async (tx) => {
+          const txRepo = createChatRepository(tx);
+          await txRepo.completeMessage(caller.workspaceId, answer.id, outcome);
+          await txRepo.touchConversation(caller.workspaceId, conversation.id);
+        });
+      };
+
+      try {
+        yield event('start', { conversation_id: conversation.id, message_id: answer.id });
+        let finish: Extract<ModelEvent, { type: 'finish' }> | undefined;
+        while (!next.done) {
+          const item = next.value;
+          switch (item.type) {
+            case 'delta':
+              text += item.text;
+              yield event('delta', { text: item.text });
+              break;
+            case 'tool_call':
+              toolCalls.push({ id: item.id, name: item.name, input: item.input, output: null });
+              yield event('tool_call', { id: item.id, name: item.name, input: item.input });
+              break;
+            case 'tool_result': {
+              const call = toolCalls.find((candidate) => candidate.id === item.id);
+              if (call) {
+                call.output = item.output;
+                if (item.error !== undefined) call.error = item.error;
+              }
+              yield event('tool_result', {
+                id: item.id,
+                name: item.name,
+                output: item.output,
+                ...(item.error === undefined ? {} : { error: item.error }),
+              });
+              break;
+            }
+            case 'finish':
+              finish = item;
+              break;
+          }
+          next = await turn.next();
+        }
+        if (!finish) throw new Error('the model stream ended without a finish event');
+        await settle({
+          content: finish.text,
+          tool_calls: toolCalls,
+          usage: finish.usage,
+          cost: finish.cost,
+          latency_ms: finish.latency_ms,
+          provider: finish.provider,
+          model: finish.model,
+          error: null,
+        });
+        yield event('done', {
+          message_id: answer.id,
+          usage: finish.usage,
+          cost: finish.cost,
+          latency_ms: finish.latency_ms,
+          provider: finish.provider,
+          model: finish.model,
+          fallbacks: finish.fallbacks,
+        });
+      } catch (error) {
+        if (!settled) {
+          const reason = signal.aborted
+            ? 'aborted: the client disconnected'
+            : error instanceof AppError
+              ? `${error.code}: ${error.message}`
+              : 'internal_error: the answer failed';
+          await settle({ content: text, tool_calls: toolCalls, error: reason });
+        }
+        throw error;
+      } finally {
+        // Reached without an outcome when the stream's reader stopped early (the client left).
+        if (!settled)
+          await settle({ content: text, tool_calls: toolCalls, error: 'aborted: the client disconnected' });
+        await turn.return?.();
+      }
+    },
+
+    /** The caller's conversations in the workspace, most recent message first. */
+    listConversations: (caller: Owner, page: { limit: number; offset: number }) =>
+      repo.listConversations({ workspaceId: caller.workspaceId, userId: caller.userId }, page),
+
+    /** One of the caller's conversations with a page of its history (oldest first, by cursor). */
+    async getConversation(caller: Owner, id: string, page: { after?: number; limit: number }) {
+      const conversation = await repo.findConversation(
+        { workspaceId: caller.workspaceId, userId: caller.userId },
+        id,
+      );
+      if (!conversation) throw notFound('conversation', id);
+      const history = await repo.pageMessages(caller.workspaceId, id, page);
+      return { ...conversation, messages: history.items.map(present), next_cursor: history.next_cursor };
+    },
+  };
+}
+
+export type ChatService = ReturnType<typeof createChatService>;

@@ -1,0 +1,465 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import {
+  APICallError,
+  jsonSchema,
+  type LanguageModel,
+  stepCountIs,
+  streamText,
+  type ToolSet,
+  tool,
+} from 'ai';
+import { AppError, type FieldError } from '../../errors.ts';
+import type { AddressPolicy } from '../../lib/net/address-guard.ts';
+import { AddressRefusedError, createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
+import type { ComponentHealth } from '../../lifecycle.ts';
+import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { SettingsService } from '../settings/settings.service.ts';
+import type { ToolsService } from '../tools/tools.service.ts';
+import { estimateTokens, LOCAL_PROVIDER, streamLocalTurn } from './local-provider.ts';
+import type { ModelEvent, ModelGateway, ModelRequest } from './model-gateway.ts';
+import { KEY_FIELDS } from './providers.service.ts';
+
+// The SDK prints its warnings (an unknown model's token limit, ...) to the console; the
+// platform's logs are structured JSON, so they are turned off.
+(globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
+
+/** Model steps of one turn: each tool round trip is a step, so this bounds tool loops. */
+export const MAX_STEPS = 8;
+/** Health probes: per-probe timeout, how long a result is reused, and how many endpoints are probed. */
+export const PROBE_TIMEOUT_MS = 2_000;
+export const HEALTH_CACHE_MS = 60_000;
+export const MAX_PROBES = 10;
+
+const COMPONENT = 'LLM Providers';
+
+type Settings = Awaited<ReturnType<typeof settingsOf>>;
+type ProviderConfig = Settings['providers'][number];
+type ModelRef = { provider: string; name: string };
+type Fallback = Extract<ModelEvent, { type: 'finish' }>['fallbacks'][number];
+
+export interface ModelGatewayDependencies {
+  settings: Pick<SettingsService, 'get' | 'valuesAcrossWorkspaces'>;
+  /** Decrypts provider keys (audited as service `llm`). */
+  credentials: Pick<CredentialsService, 'access'>;
+  tools: Pick<ToolsService, 'bind'>;
+  addressPolicy(workspaceId: string): Promise<AddressPolicy>;
+  /** The clock of the health cache (tests move it). */
+  now?: () => number;
+}
+
+function settingsOf(settings: Pick<SettingsService, 'get'>, workspaceId: string) {
+  return settings.get(workspaceId, 'providers');
+}
+
+/** Why one attempt failed, and whether the turn may still move on to the next model. */
+class AttemptFailure extends Error {
+  readonly timeout: boolean;
+  /** Output already reached the caller: the failure is final, no fallback. */
+  readonly afterOutput: boolean;
+
+  constructor(message: string, options: { timeout: boolean; afterOutput: boolean }) {
+    super(message);
+    this.timeout = options.timeout;
+    this.afterOutput = options.afterOutput;
+  }
+}
+
+/**
+ * The model gateway over the Vercel AI SDK (`streamText` with tools). It resolves the model
+ * (the request's, else the workspace's default, else the built-in `local` provider when the
+ * workspace configured none), and on a provider error, a 429 or a timeout before the first
+ * output moves on along the workspace's fallback list. Keys come from the vault per call;
+ * every request goes through the outbound address guard; usage comes from the provider and
+ * cost from the workspace's prices.
+ */
+export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway {
+  const now = deps.now ?? (() => performance.now());
+  const inFlight = new Set<AbortController>();
+  let cachedHealth: { at: number; value: Promise<ComponentHealth> } | undefined;
+
+  /** The provider's key from the vault: `api_key`, else `token`; undefined for keyless servers. */
+  async function keyOf(request: ModelRequest, provider: ProviderConfig): Promise<string | undefined> {
+    if (provider.credential_id === null) return undefined;
+    for (const field of KEY_FIELDS) {
+      try {
+        const data = await deps.credentials.access({
+          workspaceId: request.workspaceId,
+          id: provider.credential_id,
+          fields: [field],
+          serviceName: 'llm',
+          userId: request.userId,
+        });
+        const value = data[field];
+        if (typeof value === 'string' && value !== '') return value;
+      } catch (error) {
+        // A field the credential's type lacks is refused before any audit record: try the next.
+        if (error instanceof AppError && error.code === 'validation_failed') continue;
+        if (error instanceof AppError) {
+          throw new AttemptFailure(`credential ${provider.credential_id}: ${error.message}`, {
+            timeout: false,
+            afterOutput: false,
+          });
+        }
+        throw error;
+      }
+    }
+    throw new AttemptFailure(`credential ${provider.credential_id} holds no ${KEY_FIELDS.join(' or ')}`, {
+      timeout: false,
+      afterOutput: false,
+    });
+  }
+
+  function languageModel(
+    provider: ProviderConfig,
+    name: string,
+    key: string | undefined,
+    workspaceId: string,
+  ) {
+    const fetch = createGuardedFetch(() => deps.addressPolicy(workspaceId));
+    if (provider.kind === 'anthropic') {
+      return createAnthropic({
+        baseURL: provider.base_url,
+        apiKey: key,
+        headers: provider.headers,
+        fetch,
+      }).messages(name);
+    }
+    const keyHeaders = key !== undefined && provider.api_key_header ? { [provider.api_key_header]: key } : {};
+    return createOpenAICompatible({
+      name: provider.id,
+      baseURL: provider.base_url,
+      ...(key !== undefined && !provider.api_key_header ? { apiKey: key } : {}),
+      headers: { ...provider.headers, ...keyHeaders },
+      fetch,
+      includeUsage: true,
+    }).chatModel(name);
+  }
+
+  /** One model's attempt at the turn; throws `AttemptFailure` (or the caller's abort reason). */
+  async function* attempt(
+    request: ModelRequest,
+    settings: Settings,
+    ref: ModelRef,
+    provider: ProviderConfig,
+    tools: ToolSet | undefined,
+  ): AsyncGenerator<ModelEvent> {
+    const started = now();
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(request.signal.reason);
+    request.signal.addEventListener('abort', onAbort, { once: true });
+    inFlight.add(controller);
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    let pendingTools = 0;
+    let output = false;
+    let key: string | undefined;
+    // The provider must show progress within timeout_ms: before its first output, and between
+    // outputs after it. The clock stops while a tool runs (tools have their own timeouts).
+    const arm = () => {
+      clearTimeout(timer);
+      if (pendingTools > 0) return;
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort(new Error('provider timeout'));
+      }, provider.timeout_ms);
+    };
+    const failure = (message: string, timeout = false) =>
+      new AttemptFailure(scrub(message, key), { timeout, afterOutput: output });
+    try {
+      arm();
+      key = await keyOf(request, provider);
+      let text = '';
+      let usage: { inputTokens?: number; outputTokens?: number } | undefined;
+      const result = streamText({
+        model: languageModel(provider, ref.name, key, request.workspaceId) as LanguageModel,
+        ...(request.system ? { instructions: request.system } : {}),
+        messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
+        ...(tools ? { tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
+        maxRetries: 0,
+        abortSignal: controller.signal,
+        // Errors arrive as `error` parts below; the SDK would otherwise print them to the console.
+        onError: () => {},
+      });
+      for await (const part of result.fullStream) {
+        arm();
+        switch (part.type) {
+          case 'text-delta':
+            output = true;
+            text += part.text;
+            yield { type: 'delta', text: part.text };
+            break;
+          case 'tool-call':
+            output = true;
+            pendingTools += 1;
+            clearTimeout(timer);
+            yield { type: 'tool_call', id: part.toolCallId, name: part.toolName, input: part.input };
+            break;
+          case 'tool-result':
+            pendingTools = Math.max(0, pendingTools - 1);
+            arm();
+            yield { type: 'tool_result', id: part.toolCallId, name: part.toolName, output: part.output };
+            break;
+          case 'tool-error':
+            pendingTools = Math.max(0, pendingTools - 1);
+            arm();
+            yield {
+              type: 'tool_result',
+              id: part.toolCallId,
+              name: part.toolName,
+              output: null,
+              error: part.error instanceof Error ? part.error.message : 'the tool failed',
+            };
+            break;
+          case 'error':
+            throw failure(describeError(part.error));
+          case 'abort':
+            request.signal.throwIfAborted();
+            if (timedOut) throw failure(`no output within ${provider.timeout_ms} ms`, true);
+            throw failure('the call was aborted');
+          case 'finish':
+            usage = part.totalUsage;
+            break;
+        }
+      }
+      request.signal.throwIfAborted();
+      if (timedOut) throw failure(`no output within ${provider.timeout_ms} ms`, true);
+      const input = [request.system ?? '', ...request.messages.map((m) => m.content)].join('\n');
+      const tokens = {
+        input_tokens: usage?.inputTokens ?? estimateTokens(input),
+        output_tokens: usage?.outputTokens ?? estimateTokens(text),
+      };
+      yield {
+        type: 'finish',
+        text,
+        usage: tokens,
+        cost: costOf(settings, ref, tokens),
+        provider: ref.provider,
+        model: ref.name,
+        latency_ms: Math.round(now() - started),
+        fallbacks: [],
+      };
+    } catch (error) {
+      request.signal.throwIfAborted();
+      if (error instanceof AttemptFailure) throw error;
+      if (timedOut) throw failure(`no output within ${provider.timeout_ms} ms`, true);
+      throw failure(describeError(error));
+    } finally {
+      clearTimeout(timer);
+      request.signal.removeEventListener('abort', onAbort);
+      inFlight.delete(controller);
+      controller.abort(new Error('the turn ended'));
+    }
+  }
+
+  async function* stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
+    const started = now();
+    request.signal.throwIfAborted();
+    const settings = await settingsOf(deps.settings, request.workspaceId);
+    // Bound first, so an agent naming an unknown tool is a 400 whichever provider answers.
+    const bound = request.tools?.length
+      ? deps.tools.bind(request.tools, { workspaceId: request.workspaceId, userId: request.userId })
+      : [];
+    const tools: ToolSet | undefined =
+      bound.length > 0
+        ? Object.fromEntries(
+            bound.map((boundTool) => [
+              boundTool.name,
+              tool({
+                description: boundTool.description,
+                inputSchema: jsonSchema(boundTool.inputSchema, {
+                  validate: (value) => {
+                    const problems = boundTool.check(value);
+                    return problems.length === 0
+                      ? { success: true, value }
+                      : { success: false, error: new Error(`invalid arguments: ${problems.join('; ')}`) };
+                  },
+                }),
+                execute: (input: unknown, options: { abortSignal?: AbortSignal }) =>
+                  boundTool.execute(input, options.abortSignal ?? request.signal),
+              }),
+            ]),
+          )
+        : undefined;
+    if (settings.providers.length === 0) {
+      yield* streamLocalTurn(request);
+      return;
+    }
+
+    const fallbacks: Fallback[] = [];
+    let onlyTimeouts = true;
+    for (const ref of modelChain(settings, request.model)) {
+      if (ref.provider === LOCAL_PROVIDER.provider) {
+        for await (const event of streamLocalTurn(request)) {
+          yield event.type === 'finish'
+            ? { ...event, fallbacks, latency_ms: Math.round(now() - started) }
+            : event;
+        }
+        return;
+      }
+      const provider = settings.providers.find((candidate) => candidate.id === ref.provider);
+      if (!provider) {
+        fallbacks.push({
+          ...asAttempt(ref),
+          error: `provider "${ref.provider}" is not configured in this workspace`,
+        });
+        onlyTimeouts = false;
+        continue;
+      }
+      try {
+        for await (const event of attempt(request, settings, ref, provider, tools)) {
+          yield event.type === 'finish'
+            ? { ...event, fallbacks, latency_ms: Math.round(now() - started) }
+            : event;
+        }
+        return;
+      } catch (error) {
+        if (!(error instanceof AttemptFailure)) throw error;
+        const where = `${ref.provider}/${ref.name}`;
+        if (error.afterOutput) {
+          throw new AppError(
+            error.timeout ? 504 : 502,
+            error.timeout ? 'provider_timeout' : 'provider_error',
+            `${where} failed after its answer had started (no fallback once output has been sent): ${error.message}`,
+          );
+        }
+        fallbacks.push({ ...asAttempt(ref), error: error.message });
+        onlyTimeouts &&= error.timeout;
+      }
+    }
+    const errors: FieldError[] = fallbacks.map((f) => ({
+      field: `${f.provider}/${f.model}`,
+      message: f.error,
+    }));
+    throw onlyTimeouts
+      ? new AppError(504, 'provider_timeout', `every model timed out (${fallbacks.length} tried)`, errors)
+      : new AppError(502, 'provider_error', `every model failed (${fallbacks.length} tried)`, errors);
+  }
+
+  /** Probes each configured endpoint's model list (no key: a probe never decrypts a secret). */
+  async function probe(): Promise<ComponentHealth> {
+    const rows = await deps.settings.valuesAcrossWorkspaces('providers', 'providers');
+    const configured = rows.filter((row) => row.value.length > 0);
+    if (configured.length === 0) {
+      return {
+        name: COMPONENT,
+        status: 'not_configured',
+        detail: 'no workspace configured a provider: the built-in local provider answers',
+      };
+    }
+    const endpoints = new Map<string, { url: string; workspaceId: string }>();
+    for (const row of configured) {
+      for (const provider of row.value) {
+        const url = `${provider.base_url.replace(/\/+$/, '')}/models`;
+        if (!endpoints.has(url)) endpoints.set(url, { url, workspaceId: row.workspaceId });
+      }
+    }
+    const probed = [...endpoints.values()].slice(0, MAX_PROBES);
+    const results = await Promise.all(
+      probed.map(async ({ url, workspaceId }) => {
+        const started = now();
+        try {
+          const fetch = createGuardedFetch(() => deps.addressPolicy(workspaceId));
+          const response = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+          await response.body?.cancel();
+          // Any answer but a server error means the endpoint is there (a 401 is expected: no key is sent).
+          return { reachable: response.status < 500, latency: now() - started };
+        } catch {
+          return { reachable: false, latency: now() - started };
+        }
+      }),
+    );
+    const reachable = results.filter((result) => result.reachable);
+    const providers = configured.reduce((sum, row) => sum + row.value.length, 0);
+    const detail = `${providers} provider(s) in ${configured.length} workspace(s); ${reachable.length} of ${probed.length} probed endpoint(s) reachable`;
+    return reachable.length === 0
+      ? { name: COMPONENT, status: 'down', detail }
+      : {
+          name: COMPONENT,
+          status: 'up',
+          latency_ms: Math.round(Math.max(...reachable.map((result) => result.latency)) * 10) / 10,
+          detail,
+        };
+  }
+
+  return {
+    name: COMPONENT,
+    start: async () => {},
+    /** Aborts the provider calls in flight, so a shutdown does not wait for long answers. */
+    stop: async () => {
+      for (const controller of inFlight) controller.abort(new Error('the service is stopping'));
+    },
+    /**
+     * `not_configured` while no workspace has a provider; otherwise whether the configured
+     * endpoints answer a GET of `<base_url>/models` within 2 s (at most 10 endpoints, no key
+     * sent), reused for 60 s so health checks never hammer or pay a provider.
+     */
+    health: () => {
+      if (!cachedHealth || now() - cachedHealth.at > HEALTH_CACHE_MS) {
+        const value = probe().catch(
+          (): ComponentHealth => ({
+            name: COMPONENT,
+            status: 'down',
+            detail: 'the provider settings could not be read',
+          }),
+        );
+        cachedHealth = { at: now(), value };
+      }
+      return cachedHealth.value;
+    },
+    stream,
+  };
+}
+
+/** The models to try in order: the request's (or the default), then the fallback list, each once. */
+export function modelChain(
+  settings: { default_model: ModelRef | null; fallback: ModelRef[] },
+  requested: ModelRef | null | undefined,
+): ModelRef[] {
+  const chain: ModelRef[] = [];
+  for (const ref of [requested ?? settings.default_model, ...settings.fallback]) {
+    if (ref && !chain.some((seen) => seen.provider === ref.provider && seen.name === ref.name))
+      chain.push(ref);
+  }
+  return chain;
+}
+
+/** Cost in the workspace's price unit from its per-million prices; 0 when the model has no price. */
+export function costOf(
+  settings: {
+    prices: { provider: string; name: string; input_per_million: number; output_per_million: number }[];
+  },
+  ref: ModelRef,
+  usage: { input_tokens: number; output_tokens: number },
+): number {
+  const price = settings.prices.find((p) => p.provider === ref.provider && p.name === ref.name);
+  if (!price) return 0;
+  return (
+    (usage.input_tokens * price.input_per_million + usage.output_tokens * price.output_per_million) /
+    1_000_000
+  );
+}
+
+const asAttempt = (ref: ModelRef) => ({ provider: ref.provider, model: ref.name });
+
+/** A provider failure in a line: the HTTP status and the provider's message, or the network error. */
+function describeError(error: unknown): string {
+  if (APICallError.isInstance(error)) {
+    const status = error.statusCode ? `HTTP ${error.statusCode}` : 'no HTTP answer';
+    return `${status}: ${truncate(error.message)}`;
+  }
+  if (error instanceof AddressRefusedError) return error.message;
+  if (error instanceof Error) {
+    const code =
+      (error.cause as NodeJS.ErrnoException | undefined)?.code ?? (error as NodeJS.ErrnoException).code;
+    return truncate(code ? `${error.message} (${code})` : error.message);
+  }
+  return 'the provider call failed';
+}
+
+const truncate = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);
+
+/** Never lets a key into a message that reaches clients, steps or logs. */
+function scrub(message: string, key: string | undefined): string {
+  return key && key.length >= 4 ? message.split(key).join('[redacted]') : message;
+}

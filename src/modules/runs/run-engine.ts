@@ -1,0 +1,514 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ToolCallRecord } from '../../db/schema/runs.ts';
+import type { Db } from '../../db/transaction.ts';
+import type { EventHub } from '../../events/event-hub.ts';
+import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
+import type { ModelEvent, ModelGateway, ModelRequest } from '../providers/providers.service.ts';
+import type { CommitRunChange } from './run-log.ts';
+import { retryDelayMs } from './run-state.ts';
+import { createRunsRepository, type RunRow } from './runs.repository.ts';
+
+export interface RunEngineDependencies {
+  db: Db;
+  commit: CommitRunChange;
+  agents: Pick<AgentsService, 'findMany' | 'setStatus'>;
+  models: Pick<ModelGateway, 'stream'>;
+  hub: Pick<EventHub, 'subscribe'>;
+  /** Names this process's claims (`lease_owner` is it plus a suffix per execution). */
+  owner: string;
+  /** How long a claim lasts without renewal; renewed every third of it (default 15 s). */
+  leaseMs?: number;
+  /** Claims after which a run that keeps losing its worker fails with reason interrupted (3). */
+  maxClaims?: number;
+  /** Waits between retries; the abort signal cuts it short. */
+  wait?: (ms: number, signal: AbortSignal) => Promise<void>;
+  random?: () => number;
+}
+
+/** Why the engine stopped a run before its steps were done. */
+type Interruption = 'cancel' | 'timeout' | 'lease_lost' | 'shutdown' | 'pause';
+
+class RunInterrupted extends Error {
+  readonly reason: Interruption;
+  constructor(reason: Interruption) {
+    super(`run interrupted: ${reason}`);
+    this.reason = reason;
+  }
+}
+
+/** A step's answer, as the run stores it. */
+interface StepResult {
+  output: string;
+  toolCalls: ToolCallRecord[];
+}
+
+/**
+ * Executes runs: the handler of the `run.execute` job. The row is the truth: a run is
+ * claimed with a lease (so of two workers handed the same run, one executes it), each
+ * finished step is committed with the run's progress, and a run whose worker died is
+ * claimed again and continues after its last completed step.
+ */
+export function createRunEngine(deps: RunEngineDependencies) {
+  const leaseMs = deps.leaseMs ?? 15_000;
+  const maxClaims = deps.maxClaims ?? 3;
+  const wait = deps.wait ?? ((ms, signal) => sleep(ms, undefined, { signal }));
+  const repo = createRunsRepository(deps.db);
+
+  /** Runs the job: returns when the run is finished, paused, or handed back. */
+  async function execute(runId: string, jobSignal: AbortSignal): Promise<void> {
+    // Each execution claims under its own name, so a run this same process claims again
+    // (after its lease was lost) is never confused with the execution that lost it.
+    const owner = `${deps.owner}/${randomBytes(4).toString('hex')}`;
+    const run = await repo.claim(runId, owner, leaseMs);
+    // Not claimable: finished, paused, cancelled, or another live worker has it.
+    if (!run) return;
+    const controller = new AbortController();
+    const interrupt = (reason: Interruption) => {
+      if (!controller.signal.aborted) controller.abort(new RunInterrupted(reason));
+    };
+    const onJobAbort = () => interrupt('shutdown');
+    jobSignal.addEventListener('abort', onJobAbort, { once: true });
+    if (jobSignal.aborted) interrupt('shutdown');
+
+    const deadline = run.deadline_at ? run.deadline_at.getTime() - Date.now() : Number.POSITIVE_INFINITY;
+    const timeout = setTimeout(() => interrupt('timeout'), Math.max(0, Math.min(deadline, 2 ** 31 - 1)));
+    const checkControl = (control: string | null | undefined) => {
+      if (control === 'cancel') interrupt('cancel');
+    };
+    const heartbeat = setInterval(() => {
+      repo.renewLease(run.id, owner, leaseMs).then(
+        (row) => (row ? checkControl(row.control) : interrupt('lease_lost')),
+        () => {}, // a failed renewal is retried next beat; the lease outlives two misses
+      );
+    }, leaseMs / 3);
+    // A cancel through the API wakes the worker at once instead of at the next heartbeat.
+    const unsubscribe = deps.hub.subscribe(`run-control:${run.id}`, () => {
+      repo.findById(run.id).then(
+        (row) => checkControl(row?.control),
+        () => {},
+      );
+    });
+
+    try {
+      if (run.control === 'cancel') interrupt('cancel');
+      if (deadline <= 0) interrupt('timeout');
+      controller.signal.throwIfAborted();
+      await begin(run);
+      const output = await executeSteps(run, controller.signal);
+      await finish(run, { status: 'Completed', output });
+    } catch (error) {
+      const reason =
+        error instanceof RunInterrupted
+          ? error.reason
+          : controller.signal.aborted
+            ? (controller.signal.reason as RunInterrupted).reason
+            : undefined;
+      await settle(run, reason, error);
+    } finally {
+      clearTimeout(timeout);
+      clearInterval(heartbeat);
+      unsubscribe();
+      jobSignal.removeEventListener('abort', onJobAbort);
+    }
+  }
+
+  /** First claim: the run starts. A later claim: its previous worker was lost mid-run. */
+  async function begin(run: RunRow): Promise<void> {
+    if (run.attempts > maxClaims) {
+      throw Object.assign(new Error(`the run lost its worker ${run.attempts - 1} times`), { final: true });
+    }
+    await deps.commit(run, async (tx, log) => {
+      if (run.attempts === 1) {
+        log.event('run.started', { workflow_id: run.workflow_id, agent_ids: run.agent_ids });
+        await log.activity({
+          kind: 'workflow.started',
+          subjectType: 'run',
+          subjectId: run.id,
+          message: `Workflow “${run.workflow_name}” started`,
+          data: { workflow_id: run.workflow_id },
+        });
+      } else {
+        await createRunsRepository(tx).abandonRunningSteps(run.id, 'interrupted: the worker was lost');
+        log.event('run.resumed', { after_step: run.next_step, claim: run.attempts });
+      }
+    });
+  }
+
+  async function executeSteps(run: RunRow, signal: AbortSignal): Promise<string> {
+    const agents = await deps.agents.findMany(run.workspace_id, run.agent_ids);
+    const done = new Map(
+      (await repo.listSteps(run.id)).filter((s) => s.status === 'Completed').map((s) => [s.position, s]),
+    );
+    if (run.plan.execution_policy.mode === 'parallel') {
+      const pending = run.agent_ids
+        .map((id, position) => ({ id, position }))
+        .filter((s) => !done.has(s.position));
+      const results = await Promise.all(
+        pending.map(({ id, position }) =>
+          executeStep(
+            run,
+            { position, agent: agents.get(id), agentId: id, prompt: agentPrompt(run) },
+            signal,
+          ),
+        ),
+      );
+      const outputs = run.agent_ids.map((id, position) => {
+        const result = results[pending.findIndex((s) => s.position === position)];
+        const text = result?.output ?? done.get(position)?.output ?? null;
+        return { name: agents.get(id)?.name ?? id, text };
+      });
+      const usable = outputs.filter((o): o is { name: string; text: string } => o.text !== null);
+      if (usable.length <= 1) return usable[0]?.text ?? '';
+      await pauseIfAsked(run, signal);
+      const merged = await executeStep(
+        run,
+        { position: run.agent_ids.length, kind: 'merge', prompt: mergePrompt(run, usable) },
+        signal,
+      );
+      return merged?.output ?? '';
+    }
+    let carry = run.carry;
+    for (const [position, id] of run.agent_ids.entries()) {
+      if (done.has(position)) continue;
+      await pauseIfAsked(run, signal);
+      const result = await executeStep(
+        run,
+        {
+          position,
+          agent: agents.get(id),
+          agentId: id,
+          prompt: agentPrompt(run, carry, agents.get(run.agent_ids[position - 1] ?? '')),
+        },
+        signal,
+      );
+      if (result) carry = result.output;
+    }
+    return carry ?? '';
+  }
+
+  /** Between steps: a pause asked for through the API takes effect here. */
+  async function pauseIfAsked(run: RunRow, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const current = await repo.findById(run.id);
+    if (current?.control === 'pause') throw new RunInterrupted('pause');
+    if (current?.control === 'cancel') throw new RunInterrupted('cancel');
+  }
+
+  /**
+   * One step with the workflow's error handling: `retry` tries again with backoff,
+   * `continue` records the failure and goes on (undefined), `stop` fails the run.
+   */
+  async function executeStep(
+    run: RunRow,
+    step: { position: number; prompt: string; kind?: 'agent' | 'merge'; agent?: AgentRow; agentId?: string },
+    signal: AbortSignal,
+  ): Promise<StepResult | undefined> {
+    const policy = run.plan.execution_policy;
+    const attempts = policy.error_handling === 'retry' ? policy.max_retries + 1 : 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await attemptStep(run, { ...step, attempt }, signal);
+      } catch (error) {
+        if (signal.aborted) throw signal.reason;
+        if (attempt < attempts) {
+          await wait(retryDelayMs(attempt, 500, 30_000, deps.random), signal).catch(() => {
+            throw signal.reason;
+          });
+          continue;
+        }
+        if (policy.error_handling === 'continue') return undefined;
+        throw Object.assign(error instanceof Error ? error : new Error(String(error)), { stepFailed: true });
+      }
+    }
+  }
+
+  async function attemptStep(
+    run: RunRow,
+    step: {
+      position: number;
+      attempt: number;
+      prompt: string;
+      kind?: 'agent' | 'merge';
+      agent?: AgentRow;
+      agentId?: string;
+    },
+    signal: AbortSignal,
+  ): Promise<StepResult> {
+    const { agent } = step;
+    const kind = step.kind ?? 'agent';
+    const label = kind === 'merge' ? 'merge' : (agent?.name ?? step.agentId ?? 'agent');
+    const started = await deps.commit(run, async (tx, log) => {
+      const row = await createRunsRepository(tx).insertStep({
+        run_id: run.id,
+        workspace_id: run.workspace_id,
+        position: step.position,
+        attempt: step.attempt,
+        kind,
+        agent_id: agent?.id ?? null,
+        agent_name: kind === 'merge' ? null : label,
+        status: 'Running',
+        prompt: step.prompt,
+      });
+      log.event('step.started', {
+        step_id: row.id,
+        position: step.position,
+        attempt: step.attempt,
+        kind,
+        agent: agent ? { id: agent.id, name: agent.name } : null,
+      });
+      if (agent) {
+        await deps.agents.setStatus(tx, run.workspace_id, agent.id, 'Busy');
+        await log.activity({
+          kind: 'agent.started',
+          subjectType: 'agent',
+          subjectId: agent.id,
+          message: `Agent “${agent.name}” started a task of “${run.workflow_name}”`,
+          data: { run_id: run.id },
+        });
+      }
+      return row;
+    });
+
+    const began = performance.now();
+    const toolCalls: ToolCallRecord[] = [];
+    try {
+      if (kind === 'agent' && !agent)
+        throw new Error(`agent ${step.agentId} no longer exists in this workspace`);
+      const request: ModelRequest = {
+        workspaceId: run.workspace_id,
+        userId: run.created_by ?? 'system',
+        model: agent?.model ?? null,
+        system: kind === 'merge' ? MERGE_SYSTEM : systemPrompt(agent as AgentRow),
+        messages: [{ role: 'user', content: step.prompt }],
+        tools: agent?.tools ?? [],
+        signal,
+      };
+      let finish: Extract<ModelEvent, { type: 'finish' }> | undefined;
+      for await (const event of deps.models.stream(request)) {
+        if (event.type === 'tool_call')
+          toolCalls.push({ id: event.id, name: event.name, input: event.input, output: null });
+        if (event.type === 'tool_result') {
+          const call = toolCalls.find((c) => c.id === event.id);
+          if (call) Object.assign(call, { output: event.output }, event.error ? { error: event.error } : {});
+        }
+        if (event.type === 'finish') finish = event;
+      }
+      if (!finish) throw new Error('the model stream ended without an answer');
+      const answer = finish;
+      await deps.commit(run, async (tx, log) => {
+        const runs = createRunsRepository(tx);
+        await runs.updateStep(started.id, {
+          status: 'Completed',
+          output: answer.text,
+          tool_calls: toolCalls,
+          provider: answer.provider,
+          model: answer.model,
+          tokens_in: answer.usage.input_tokens,
+          tokens_out: answer.usage.output_tokens,
+          cost: answer.cost,
+          latency_ms: Math.round(performance.now() - began),
+          finished_at: new Date(),
+        });
+        const progressed = await runs.addStepProgress(run.id, run.lease_owner as string, {
+          output: answer.text,
+          tokensIn: answer.usage.input_tokens,
+          tokensOut: answer.usage.output_tokens,
+          cost: answer.cost,
+          ...(kind === 'agent' ? { agentName: label } : {}),
+          tools: toolCalls.map((c) => c.name),
+        });
+        if (!progressed) throw new RunInterrupted('lease_lost');
+        for (const call of toolCalls) log.event('tool_call', { step_id: started.id, ...call });
+        log.event('step.completed', {
+          step_id: started.id,
+          position: step.position,
+          attempt: step.attempt,
+          provider: answer.provider,
+          model: answer.model,
+          usage: answer.usage,
+          cost: answer.cost,
+          fallbacks: answer.fallbacks,
+        });
+        if (agent) {
+          await deps.agents.setStatus(tx, run.workspace_id, agent.id, 'Idle');
+          await log.activity({
+            kind: 'agent.completed',
+            subjectType: 'agent',
+            subjectId: agent.id,
+            message: `Agent “${agent.name}” completed a task of “${run.workflow_name}”`,
+            data: { run_id: run.id },
+          });
+        }
+      });
+      return { output: answer.text, toolCalls };
+    } catch (error) {
+      const interrupted = signal.aborted
+        ? (signal.reason as RunInterrupted)
+        : error instanceof RunInterrupted
+          ? error
+          : undefined;
+      const message = interrupted ? `interrupted: ${interrupted.reason}` : describe(error);
+      await deps
+        .commit(run, async (tx, log) => {
+          await createRunsRepository(tx).updateStep(started.id, {
+            status: 'Failed',
+            error: message,
+            tool_calls: toolCalls,
+            latency_ms: Math.round(performance.now() - began),
+            finished_at: new Date(),
+          });
+          log.event('step.failed', {
+            step_id: started.id,
+            position: step.position,
+            attempt: step.attempt,
+            error: message,
+          });
+          if (agent) {
+            await deps.agents.setStatus(tx, run.workspace_id, agent.id, interrupted ? 'Idle' : 'Error');
+            if (!interrupted) {
+              await log.activity({
+                kind: 'agent.failed',
+                subjectType: 'agent',
+                subjectId: agent.id,
+                message: `Agent “${agent.name}” failed a task of “${run.workflow_name}”: ${message}`,
+                data: { run_id: run.id },
+              });
+            }
+          }
+        })
+        .catch(() => {}); // recording the failure must not hide it
+      throw interrupted ?? error;
+    }
+  }
+
+  /** Ends the run in a final status with its totals; only while this worker owns it. */
+  async function finish(
+    run: RunRow,
+    end: {
+      status: 'Completed' | 'Failed' | 'Cancelled';
+      output?: string;
+      reason?: RunRow['failure_reason'];
+      error?: string;
+    },
+  ): Promise<void> {
+    await deps.commit(run, async (tx, log) => {
+      const row = await createRunsRepository(tx).finishOwned(run.id, run.lease_owner as string, {
+        status: end.status,
+        output: end.output ?? null,
+        failure_reason: end.reason ?? null,
+        error: end.error ?? null,
+      });
+      if (!row) return;
+      const type = { Completed: 'run.completed', Failed: 'run.failed', Cancelled: 'run.cancelled' }[
+        end.status
+      ];
+      log.event(type, {
+        status: row.status,
+        failure_reason: row.failure_reason,
+        error: row.error,
+        duration_ms: row.duration_ms,
+        tokens_in: row.tokens_in,
+        tokens_out: row.tokens_out,
+        cost: row.cost,
+      });
+      const kind = {
+        Completed: 'workflow.completed',
+        Failed: 'workflow.failed',
+        Cancelled: 'workflow.cancelled',
+      }[end.status] as 'workflow.completed';
+      await log.activity({
+        kind,
+        subjectType: 'run',
+        subjectId: run.id,
+        message: `Workflow “${run.workflow_name}” ${end.status.toLowerCase()}${end.error ? `: ${end.error}` : ''}`,
+        data: { workflow_id: run.workflow_id, duration_ms: row.duration_ms, cost: row.cost },
+      });
+    });
+  }
+
+  /** After an interruption or a failure: the status the run ends in, or hands back. */
+  async function settle(run: RunRow, reason: Interruption | undefined, error: unknown): Promise<void> {
+    switch (reason) {
+      case 'lease_lost':
+        return; // another worker owns the run now
+      case 'cancel':
+        return finish(run, { status: 'Cancelled', reason: 'cancelled', error: 'cancelled by request' });
+      case 'timeout':
+        return finish(run, {
+          status: 'Failed',
+          reason: 'timeout',
+          error: `the run exceeded its ${run.plan.execution_policy.timeout_seconds} s timeout`,
+        });
+      case 'pause':
+        await deps.commit(run, async (tx, log) => {
+          const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
+            status: 'Paused',
+            control: null,
+            lease_owner: null,
+            lease_expires_at: null,
+            // A resumed run gets its whole timeout again: days in Paused must not count.
+            deadline_at: null,
+          });
+          if (!row) return;
+          log.event('run.paused', { next_step: row.next_step });
+          await log.activity({
+            kind: 'workflow.paused',
+            subjectType: 'run',
+            subjectId: run.id,
+            message: `Workflow “${run.workflow_name}” paused`,
+            data: { workflow_id: run.workflow_id },
+          });
+        });
+        return;
+      case 'shutdown':
+        // The process is stopping: hand the run back at once rather than after the lease.
+        await deps.commit(run, async (tx, log) => {
+          const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
+            status: 'Queued',
+            lease_owner: null,
+            lease_expires_at: null,
+          });
+          if (row) log.event('run.requeued', { reason: 'worker stopping' });
+        });
+        return;
+      default: {
+        const final = (error as { final?: boolean }).final === true;
+        return finish(run, {
+          status: 'Failed',
+          reason: final ? 'interrupted' : 'step_failed',
+          error: describe(error),
+        });
+      }
+    }
+  }
+
+  return { execute };
+}
+
+export type RunEngine = ReturnType<typeof createRunEngine>;
+
+const MERGE_SYSTEM =
+  'You merge the answers of several agents who worked on the same goal in parallel into one answer. Keep what they agree on, resolve conflicts explicitly, and do not invent anything none of them said.';
+
+function systemPrompt(agent: AgentRow): string {
+  const identity = `You are ${agent.name}${agent.role ? `, ${agent.role}` : ''}.`;
+  return agent.system_prompt ? `${identity}\n\n${agent.system_prompt}` : identity;
+}
+
+/** What an agent is asked: the goal, the run's context, and the previous agent's output. */
+function agentPrompt(run: RunRow, carry?: string | null, previous?: AgentRow): string {
+  const parts = [`Goal: ${run.plan.goal}`];
+  if (Object.keys(run.context).length > 0) parts.push(`Context:\n${JSON.stringify(run.context, null, 2)}`);
+  if (carry) parts.push(`Output of the previous agent${previous ? ` (${previous.name})` : ''}:\n${carry}`);
+  return parts.join('\n\n');
+}
+
+function mergePrompt(run: RunRow, outputs: { name: string; text: string }[]): string {
+  return [`Goal: ${run.plan.goal}`, ...outputs.map((o) => `### ${o.name}\n${o.text}`)].join('\n\n');
+}
+
+function describe(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
+}

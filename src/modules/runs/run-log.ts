@@ -1,0 +1,70 @@
+import type { ActivityKind } from '../../db/schema/activity.ts';
+import { type Db, inTransaction } from '../../db/transaction.ts';
+import type { EventHub } from '../../events/event-hub.ts';
+import { createRunsRepository } from './runs.repository.ts';
+
+/** An entry of the workspace's activity feed, written in the transaction it describes. */
+export interface ActivityEntry {
+  workspaceId: string;
+  kind: ActivityKind;
+  subjectType: string;
+  subjectId?: string;
+  message: string;
+  data?: Record<string, unknown>;
+  actor?: string;
+}
+
+/** What runs need of the activity module: a write inside their transaction, answering the new id. */
+export interface ActivityRecorder {
+  record(tx: Db, entry: ActivityEntry): Promise<number>;
+}
+
+/** What a change to a run may append while its transaction is open. */
+export interface RunChangeLog {
+  /** Appends to the run's event log (what `GET /api/runs/{id}/events` replays). */
+  event(type: string, data?: Record<string, unknown>): void;
+  /** Adds an entry to the workspace's activity feed. */
+  activity(entry: Omit<ActivityEntry, 'workspaceId'>): Promise<void>;
+}
+
+export interface RunLogDependencies {
+  db: Db;
+  hub: Pick<EventHub, 'publish'>;
+  activity: ActivityRecorder;
+}
+
+/**
+ * The one way a run changes: `work` runs in a transaction with a log; the events it logged
+ * are appended in the same transaction, and readers are woken (hub topics `run:<id>` and
+ * `activity:<workspace id>`) only after the commit, so a reader woken up always finds the
+ * rows, and a rolled-back change leaves neither rows nor notifications.
+ */
+export function createRunLog({ db, hub, activity }: RunLogDependencies) {
+  return async function commitRunChange<T>(
+    run: { id: string; workspace_id: string },
+    work: (tx: Db, log: RunChangeLog) => Promise<T>,
+  ): Promise<T> {
+    let eventIds: number[] = [];
+    let activityId: number | undefined;
+    const value = await inTransaction(db, async (tx) => {
+      const events: { type: string; data: Record<string, unknown> }[] = [];
+      const log: RunChangeLog = {
+        event: (type, data = {}) => {
+          events.push({ type, data });
+        },
+        activity: async (entry) => {
+          activityId = await activity.record(tx, { ...entry, workspaceId: run.workspace_id });
+        },
+      };
+      const result = await work(tx, log);
+      eventIds = await createRunsRepository(tx).appendEvents(run.id, run.workspace_id, events);
+      return result;
+    });
+    const lastEvent = eventIds.at(-1);
+    if (lastEvent !== undefined) hub.publish(`run:${run.id}`, lastEvent);
+    if (activityId !== undefined) hub.publish(`activity:${run.workspace_id}`, activityId);
+    return value;
+  };
+}
+
+export type CommitRunChange = ReturnType<typeof createRunLog>;

@@ -1,0 +1,319 @@
+import {
+  and,
+  arrayContains,
+  asc,
+  count,
+  desc,
+  eq,
+  getTableColumns,
+  gt,
+  gte,
+  lt,
+  lte,
+  or,
+  sql,
+} from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import { paginate, totalCount } from '../../db/queries.ts';
+import { type RunStatus, runEvents, runSteps, runs } from '../../db/schema/runs.ts';
+import type { Db } from '../../db/transaction.ts';
+
+export type RunRow = typeof runs.$inferSelect;
+export type NewRun = Omit<typeof runs.$inferInsert, 'created_at' | 'updated_at'>;
+export type RunChanges = Partial<Omit<NewRun, 'id' | 'workspace_id' | 'created_by'>>;
+export type RunStepRow = typeof runSteps.$inferSelect;
+export type NewRunStep = Omit<typeof runSteps.$inferInsert, 'id' | 'started_at'>;
+export type RunEventRow = typeof runEvents.$inferSelect;
+
+export interface RunFilter {
+  workflow_id?: string;
+  agent_id?: string;
+  status?: RunStatus;
+  from?: string;
+  to?: string;
+  limit: number;
+  offset: number;
+}
+
+/** Data access for runs, their steps and their event log; scoped by workspace where a caller reads. */
+export function createRunsRepository(db: Db) {
+  const byId = (workspaceId: string, id: string) => and(eq(runs.workspace_id, workspaceId), eq(runs.id, id));
+
+  return {
+    /**
+     * Inserts the run, or returns undefined when its idempotency key already started one in
+     * this workspace (the unique index decides, so two racing retries make one run).
+     */
+    async insert(values: NewRun): Promise<RunRow | undefined> {
+      const [row] = await db
+        .insert(runs)
+        .values(values)
+        .onConflictDoNothing({
+          target: [runs.workspace_id, runs.idempotency_key],
+          where: sql`${runs.idempotency_key} is not null`,
+        })
+        .returning();
+      return row;
+    },
+
+    async findByIdempotencyKey(workspaceId: string, key: string): Promise<RunRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(runs)
+        .where(and(eq(runs.workspace_id, workspaceId), eq(runs.idempotency_key, key)));
+      return row;
+    },
+
+    async find(workspaceId: string, id: string): Promise<RunRow | undefined> {
+      const [row] = await db.select().from(runs).where(byId(workspaceId, id));
+      return row;
+    },
+
+    /** For the engine, which is handed a run id by the queue and reads the workspace from the row. */
+    async findById(id: string): Promise<RunRow | undefined> {
+      const [row] = await db.select().from(runs).where(eq(runs.id, id));
+      return row;
+    },
+
+    async findForUpdate(workspaceId: string, id: string): Promise<RunRow | undefined> {
+      const [row] = await db.select().from(runs).where(byId(workspaceId, id)).for('update');
+      return row;
+    },
+
+    /** Newest first; `agent_id` matches runs whose workflow had that agent when they started. */
+    async list(workspaceId: string, filter: RunFilter) {
+      const where = and(
+        eq(runs.workspace_id, workspaceId),
+        filter.workflow_id ? eq(runs.workflow_id, filter.workflow_id) : undefined,
+        filter.agent_id ? arrayContains(runs.agent_ids, [filter.agent_id]) : undefined,
+        filter.status ? eq(runs.status, filter.status) : undefined,
+        filter.from ? gte(runs.created_at, new Date(filter.from)) : undefined,
+        filter.to ? lt(runs.created_at, new Date(filter.to)) : undefined,
+      );
+      const rows = await db
+        .select({ ...getTableColumns(runs), total: totalCount() })
+        .from(runs)
+        .where(where)
+        .orderBy(desc(runs.created_at), desc(runs.id))
+        .limit(filter.limit)
+        .offset(filter.offset);
+      return paginate(filter, rows, async () => {
+        const [result] = await db.select({ value: count() }).from(runs).where(where);
+        return result?.value ?? 0;
+      });
+    },
+
+    /** The rolling feed: the newest runs with what the dashboard shows of each. */
+    async summary(workspaceId: string, limit: number) {
+      return db
+        .select({
+          id: runs.id,
+          workflow_id: runs.workflow_id,
+          workflow_name: runs.workflow_name,
+          status: runs.status,
+          failure_reason: runs.failure_reason,
+          tokens_in: runs.tokens_in,
+          tokens_out: runs.tokens_out,
+          cost: runs.cost,
+          duration_ms: runs.duration_ms,
+          created_at: runs.created_at,
+          started_at: runs.started_at,
+          finished_at: runs.finished_at,
+        })
+        .from(runs)
+        .where(eq(runs.workspace_id, workspaceId))
+        .orderBy(desc(runs.created_at), desc(runs.id))
+        .limit(limit);
+    },
+
+    /**
+     * Takes the run for one worker: a Queued run, or a Running one whose owner's lease ran
+     * out (its worker died). Atomic, so of two workers handed the same run one wins. The
+     * deadline starts at the first claim and survives later ones.
+     */
+    async claim(id: string, owner: string, leaseMs: number): Promise<RunRow | undefined> {
+      const [row] = await db
+        .update(runs)
+        .set({
+          status: 'Running',
+          lease_owner: owner,
+          lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'`,
+          started_at: sql`coalesce(${runs.started_at}, now())`,
+          deadline_at: sql`coalesce(${runs.deadline_at}, now() + ((${runs.plan} -> 'execution_policy' ->> 'timeout_seconds')::int * interval '1 second'))`,
+          attempts: sql`${runs.attempts} + 1`,
+          updated_at: sql`now()`,
+        })
+        .where(
+          and(
+            eq(runs.id, id),
+            or(
+              eq(runs.status, 'Queued'),
+              and(eq(runs.status, 'Running'), lt(runs.lease_expires_at, sql`now()`)),
+            ),
+          ),
+        )
+        .returning();
+      return row;
+    },
+
+    /** Extends the owner's lease; undefined when the run is no longer this owner's (or not Running). */
+    async renewLease(id: string, owner: string, leaseMs: number) {
+      const [row] = await db
+        .update(runs)
+        .set({ lease_expires_at: sql`now() + ${leaseMs} * interval '1 millisecond'` })
+        .where(and(eq(runs.id, id), eq(runs.lease_owner, owner), eq(runs.status, 'Running')))
+        .returning({ control: runs.control });
+      return row;
+    },
+
+    /** Updates the run only while `owner` holds it in status Running. */
+    async updateOwned(
+      id: string,
+      owner: string,
+      changes: PgUpdateSetSource<typeof runs>,
+    ): Promise<RunRow | undefined> {
+      const [row] = await db
+        .update(runs)
+        .set({ ...changes, updated_at: sql`now()` })
+        .where(and(eq(runs.id, id), eq(runs.lease_owner, owner), eq(runs.status, 'Running')))
+        .returning();
+      return row;
+    },
+
+    /**
+     * Adds a completed step to the run's progress and totals, while `owner` holds it;
+     * undefined when it no longer does.
+     */
+    async addStepProgress(
+      id: string,
+      owner: string,
+      step: {
+        output: string;
+        tokensIn: number;
+        tokensOut: number;
+        cost: number;
+        agentName?: string;
+        tools: string[];
+      },
+    ): Promise<RunRow | undefined> {
+      return this.updateOwned(id, owner, {
+        next_step: sql`${runs.next_step} + 1`,
+        carry: step.output,
+        tokens_in: sql`${runs.tokens_in} + ${step.tokensIn}`,
+        tokens_out: sql`${runs.tokens_out} + ${step.tokensOut}`,
+        cost: sql`${runs.cost} + ${step.cost}`,
+        ...(step.agentName === undefined
+          ? {}
+          : { agents_used: sql`array_append(${runs.agents_used}, ${step.agentName}::text)` }),
+        ...(step.tools.length === 0
+          ? {}
+          : {
+              tools_used: sql`array(select distinct unnest(${runs.tools_used} || ${step.tools}::text[]) order by 1)`,
+            }),
+      });
+    },
+
+    /** Ends the run in a final status with its duration, while `owner` holds it. */
+    async finishOwned(
+      id: string,
+      owner: string,
+      end: Pick<RunChanges, 'status' | 'output' | 'failure_reason' | 'error'>,
+    ): Promise<RunRow | undefined> {
+      return this.updateOwned(id, owner, {
+        ...end,
+        control: null,
+        lease_owner: null,
+        lease_expires_at: null,
+        finished_at: sql`now()`,
+        duration_ms: sql`(extract(epoch from now() - ${runs.started_at}) * 1000)::int`,
+      });
+    },
+
+    async update(workspaceId: string, id: string, changes: RunChanges): Promise<RunRow | undefined> {
+      const [row] = await db
+        .update(runs)
+        .set({ ...changes, updated_at: sql`now()` })
+        .where(byId(workspaceId, id))
+        .returning();
+      return row;
+    },
+
+    /**
+     * Runs some process should pick up: Queued ones older than `queuedForMs` (their
+     * enqueue after commit may have been lost) and Running ones whose lease ran out.
+     */
+    async findStranded(queuedForMs: number, limit: number) {
+      return db
+        .select({
+          id: runs.id,
+          status: runs.status,
+          updated_at: runs.updated_at,
+          lease_expires_at: runs.lease_expires_at,
+        })
+        .from(runs)
+        .where(
+          or(
+            and(
+              eq(runs.status, 'Queued'),
+              lte(runs.updated_at, sql`now() - ${queuedForMs} * interval '1 millisecond'`),
+            ),
+            and(eq(runs.status, 'Running'), lt(runs.lease_expires_at, sql`now()`)),
+          ),
+        )
+        .orderBy(asc(runs.created_at))
+        .limit(limit);
+    },
+
+    async insertStep(values: NewRunStep): Promise<RunStepRow> {
+      const [row] = await db.insert(runSteps).values(values).returning();
+      if (!row) throw new Error('run step insert returned nothing');
+      return row;
+    },
+
+    async updateStep(id: string, changes: Partial<NewRunStep>): Promise<void> {
+      await db.update(runSteps).set(changes).where(eq(runSteps.id, id));
+    },
+
+    /** Every attempt of every step, in order. */
+    async listSteps(runId: string): Promise<RunStepRow[]> {
+      return db
+        .select()
+        .from(runSteps)
+        .where(eq(runSteps.run_id, runId))
+        .orderBy(asc(runSteps.position), asc(runSteps.attempt), asc(runSteps.started_at));
+    },
+
+    /** A step still marked Running belongs to an attempt that died with its worker. */
+    async abandonRunningSteps(runId: string, reason: string): Promise<void> {
+      await db
+        .update(runSteps)
+        .set({ status: 'Failed', error: reason, finished_at: sql`now()` })
+        .where(and(eq(runSteps.run_id, runId), eq(runSteps.status, 'Running')));
+    },
+
+    /** Appends to the run's event log; returns the ids (increasing) in order. */
+    async appendEvents(
+      runId: string,
+      workspaceId: string,
+      events: { type: string; data: Record<string, unknown> }[],
+    ): Promise<number[]> {
+      if (events.length === 0) return [];
+      const rows = await db
+        .insert(runEvents)
+        .values(events.map((event) => ({ run_id: runId, workspace_id: workspaceId, ...event })))
+        .returning({ id: runEvents.id });
+      return rows.map((row) => row.id).sort((a, b) => a - b);
+    },
+
+    async eventsAfter(runId: string, after: number, limit: number): Promise<RunEventRow[]> {
+      return db
+        .select()
+        .from(runEvents)
+        .where(and(eq(runEvents.run_id, runId), gt(runEvents.id, after)))
+        .orderBy(asc(runEvents.id))
+        .limit(limit);
+    },
+  };
+}
+
+export type RunsRepository = ReturnType<typeof createRunsRepository>;

@@ -1,0 +1,147 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { IdParams } from '../../http/schemas.ts';
+import { resumePoint, sendEventStream } from '../../http/sse.ts';
+import {
+  ListRunsQuery,
+  RunEventsQuery,
+  RunPage,
+  RunSchema,
+  RunSummaryQuery,
+  RunSummarySchema,
+  RunWithStepsSchema,
+  StartRunBody,
+  StartRunHeaders,
+} from './runs.schemas.ts';
+import type { RunsService } from './runs.service.ts';
+
+const tags = ['Runs'];
+
+/** Starting runs, reading them, controlling them and following their events. */
+export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = async (app, { runs }) => {
+  app.post(
+    '/workflows/:id/run',
+    {
+      schema: {
+        tags,
+        summary: 'Run a workflow',
+        description:
+          "Records a run (status Queued) and answers 202 at once with it and a Location header; workers execute it. `inputs` fill the goal's {{placeholders}} (each missing one is a 400 naming it). An `Idempotency-Key` header makes a retried request answer the run the first one started (`Idempotent-Replayed: true`); the same key with a different body is a 422.",
+        params: IdParams,
+        headers: StartRunHeaders,
+        body: Type.Optional(StartRunBody),
+        response: { 202: RunSchema },
+      },
+    },
+    async (request, reply) => {
+      const { run, replayed } = await runs.start(
+        request.caller,
+        request.params.id,
+        request.body ?? {},
+        request.headers['idempotency-key'],
+      );
+      if (replayed) reply.header('idempotent-replayed', 'true');
+      return reply.status(202).header('location', `/api/runs/${run.id}`).send(run);
+    },
+  );
+
+  app.get(
+    '/runs',
+    {
+      schema: {
+        tags,
+        summary: 'List runs',
+        description:
+          'Runs of the current workspace, newest first. Filters: workflow_id, agent_id (runs whose workflow had that agent), status, from/to (created_at).',
+        querystring: ListRunsQuery,
+        response: { 200: RunPage },
+      },
+    },
+    async (request) => runs.list(request.caller, request.query),
+  );
+
+  app.get(
+    '/runs/summary',
+    {
+      schema: {
+        tags,
+        summary: 'Recent runs feed',
+        description: 'The rolling feed of recent runs, newest first, with duration, tokens, cost and status.',
+        querystring: RunSummaryQuery,
+        response: { 200: RunSummarySchema },
+      },
+    },
+    async (request) => ({ items: await runs.summary(request.caller, request.query.limit) }),
+  );
+
+  app.get(
+    '/runs/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get a run',
+        description:
+          'One run with every attempt of every step: agent, prompt, tool calls, output, tokens, cost, latency, error.',
+        params: IdParams,
+        response: { 200: RunWithStepsSchema },
+      },
+    },
+    async (request) => runs.getWithSteps(request.caller, request.params.id),
+  );
+
+  for (const action of ['cancel', 'pause', 'resume'] as const) {
+    app.post(
+      `/runs/:id/${action}`,
+      {
+        schema: {
+          tags,
+          summary: `${action[0]?.toUpperCase()}${action.slice(1)} a run`,
+          description: ACTION_DESCRIPTIONS[action],
+          params: IdParams,
+          response: { 200: RunSchema },
+        },
+      },
+      async (request) => runs[action](request.caller, request.params.id),
+    );
+  }
+
+  app.get(
+    '/runs/:id/events',
+    {
+      schema: {
+        tags,
+        summary: 'Follow a run (Server-Sent Events)',
+        description:
+          'First a `run` event (no id) with the run as it is, then its event log from just after `Last-Event-ID` (or `?after=`), then live events until the run ends: run.queued, run.started, step.started, tool_call, step.completed, step.failed, run.paused, run.resumed, run.completed, run.failed, run.cancelled (docs/runs.md). A client that reconnects with the last id it saw misses nothing. A heartbeat comment every 15 s.',
+        params: IdParams,
+        querystring: RunEventsQuery,
+        response: {
+          200: {
+            description: 'an event stream',
+            content: { 'text/event-stream': { schema: Type.String() } },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const after = resumePoint(request, request.query.after);
+      await sendEventStream(
+        request,
+        reply,
+        (signal) => runs.events(request.caller, request.params.id, after, signal),
+        {
+          onError: (error) => request.log.error({ err: error }, 'run event stream failed'),
+        },
+      );
+    },
+  );
+};
+
+const ACTION_DESCRIPTIONS = {
+  cancel:
+    'Queued or Paused: Cancelled at once. Running: the worker aborts the provider call in flight and ends the run Cancelled (the answer shows control "cancel" until it does). Finished runs: 409.',
+  pause:
+    'Queued: Paused at once. Running: Paused after the step in flight (control "pause" until then). Otherwise 409.',
+  resume:
+    'Paused: Queued again; it continues after its last completed step, not from the start. Otherwise 409.',
+} as const;

@@ -1,0 +1,144 @@
+import { Type } from 'typebox';
+import {
+  RunControlSchema,
+  RunFailureReasonSchema,
+  RunStatusSchema,
+  RunStepKindSchema,
+  RunStepStatusSchema,
+  ToolCallRecordSchema,
+} from '../../db/schema/runs.ts';
+import { ExecutionPolicySchema } from '../../db/schema/workflows.ts';
+import { DateTime, Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+
+/** Placeholder names: what `{{name}}` in a goal may hold. */
+const InputName = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$', maxLength: 100 });
+
+export const StartRunBody = Type.Object(
+  {
+    inputs: Type.Optional(
+      Type.Record(InputName, Type.String({ maxLength: 100_000 }), {
+        description: "values for the goal's {{placeholders}}; each one the goal uses is required",
+        maxProperties: 100,
+      }),
+    ),
+    context: Type.Optional(
+      Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), {
+        description: "merged over the workflow's context_template and shown to every agent",
+        maxProperties: 100,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const StartRunHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'a retried request with the same key answers the run the first one started',
+    }),
+  ),
+});
+
+export const RunSchema = Type.Object({
+  id: Uuid(),
+  workspace_id: Uuid(),
+  workflow_id: Nullable(Uuid({ description: 'null once the workflow is deleted' })),
+  workflow_name: Type.String(),
+  status: RunStatusSchema,
+  control: Nullable(RunControlSchema),
+  inputs: Type.Record(Type.String(), Type.String()),
+  context: Type.Record(Type.String(), Type.Unknown()),
+  plan: Type.Object({ goal: Type.String(), execution_policy: ExecutionPolicySchema }),
+  agent_ids: Type.Array(Uuid()),
+  next_step: Type.Integer({ description: 'completed steps so far' }),
+  output: Nullable(Type.String()),
+  failure_reason: Nullable(RunFailureReasonSchema),
+  error: Nullable(Type.String()),
+  agents_used: Type.Array(Type.String(), { description: 'agent names in order of execution' }),
+  tools_used: Type.Array(Type.String()),
+  context_fields: Type.Array(Type.String()),
+  tokens_in: Type.Integer(),
+  tokens_out: Type.Integer(),
+  cost: Type.Number(),
+  duration_ms: Nullable(Type.Integer()),
+  attempts: Type.Integer({ description: 'times a worker claimed the run (more than 1 after a lost worker)' }),
+  idempotency_key: Nullable(Type.String()),
+  created_by: Nullable(Type.String()),
+  created_at: Timestamp(),
+  updated_at: Timestamp(),
+  started_at: Nullable(Timestamp()),
+  finished_at: Nullable(Timestamp()),
+});
+
+export const RunStepSchema = Type.Object({
+  id: Uuid(),
+  position: Type.Integer(),
+  attempt: Type.Integer(),
+  kind: RunStepKindSchema,
+  agent_id: Nullable(Uuid()),
+  agent_name: Nullable(Type.String()),
+  status: RunStepStatusSchema,
+  prompt: Nullable(Type.String()),
+  output: Nullable(Type.String()),
+  tool_calls: Type.Array(ToolCallRecordSchema),
+  provider: Nullable(Type.String()),
+  model: Nullable(Type.String()),
+  tokens_in: Type.Integer(),
+  tokens_out: Type.Integer(),
+  cost: Type.Number(),
+  latency_ms: Nullable(Type.Integer()),
+  error: Nullable(Type.String()),
+  started_at: Timestamp(),
+  finished_at: Nullable(Timestamp()),
+});
+
+export const RunWithStepsSchema = Type.Object({ ...RunSchema.properties, steps: Type.Array(RunStepSchema) });
+
+export const ListRunsQuery = Type.Object({
+  workflow_id: Type.Optional(Uuid()),
+  agent_id: Type.Optional(Uuid({ description: 'runs whose workflow had this agent when they started' })),
+  status: Type.Optional(RunStatusSchema),
+  from: Type.Optional(DateTime({ description: 'created at or after' })),
+  to: Type.Optional(DateTime({ description: 'created before' })),
+  ...PageQuery,
+});
+
+export const RunPage = Page(RunSchema);
+
+export const RunSummaryQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'how many recent runs' }),
+});
+
+export const RunSummarySchema = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      id: Uuid(),
+      workflow_id: Nullable(Uuid()),
+      workflow_name: Type.String(),
+      status: RunStatusSchema,
+      failure_reason: Nullable(RunFailureReasonSchema),
+      tokens_in: Type.Integer(),
+      tokens_out: Type.Integer(),
+      cost: Type.Number(),
+      duration_ms: Nullable(Type.Integer()),
+      created_at: Timestamp(),
+      started_at: Nullable(Timestamp()),
+      finished_at: Nullable(Timestamp()),
+    }),
+  ),
+});
+
+export const RunEventsQuery = Type.Object({
+  after: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'replay events after this id (Last-Event-ID wins)',
+    }),
+  ),
+});
