@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import websocket from '@fastify/websocket';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import { isDatabaseUnavailable } from './db/errors.ts';
 import { databaseUnavailable } from './errors.ts';
@@ -14,6 +15,7 @@ import { ProblemSchema } from './http/schemas.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 import { runAsWorkStartedAt } from './lib/request-order.ts';
 import { loggerOptions } from './logger.ts';
+import { activityRoutes } from './modules/activity/activity.routes.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
@@ -63,6 +65,11 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
     isDatabaseUnavailable(error) ? databaseUnavailable() : error,
   );
 
+  // WebSocket upgrades run through the same hooks as any request (auth, input guard). First,
+  // so its hook marks an upgrade before any other can refuse it: a refused upgrade is then
+  // answered over HTTP and its socket closed. Client messages are small commands, so frames
+  // are capped well below ws's 100 MiB.
+  await app.register(websocket, { options: { maxPayload: 16 * 1024 } });
   // Everything a request does runs as work started at its arrival, so the PGlite gate
   // serves requests oldest first (lib/request-order.ts). A callback hook: the rest of the
   // request's life runs inside this context.
@@ -75,6 +82,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
     verifyToken: services.verifyToken,
     findMembership: services.workspaces.findMembership,
     resolveApiKey: services.workspaces.resolveApiKey,
+    redeemTicket: services.activity.redeemTicket,
   });
 
   registerOpenApiConventions(app);
@@ -89,6 +97,10 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });
       await api.register(runsRoutes, { runs: services.runs });
+      await api.register(activityRoutes, {
+        activity: services.activity,
+        pingIntervalMs: config.wsPingIntervalMs,
+      });
       await api.register(credentialsRoutes, {
         credentials: services.credentials,
         platformAdmins: new Set(config.platformAdmins),

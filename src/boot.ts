@@ -3,7 +3,7 @@ import { type Database, openDatabase } from './db/client.ts';
 import { migrateDatabase } from './db/migrate.ts';
 import { startComponents, stopComponents } from './lifecycle.ts';
 import { DEV_USER_ID, writeDevIdentity } from './modules/identity/dev-identity.ts';
-import { createServices, type Services, type ServicesOptions } from './services.ts';
+import { createServices, type ServiceOptions, type Services } from './services.ts';
 
 /**
  * Opens and migrates the database and wires the services: what the server and the
@@ -12,7 +12,7 @@ import { createServices, type Services, type ServicesOptions } from './services.
  */
 export async function boot(
   config: Config,
-  options: ServicesOptions = {},
+  options: ServiceOptions = {},
 ): Promise<{ database: Database; services: Services }> {
   const database = await openDatabase(config.database);
   try {

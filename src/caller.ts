@@ -15,8 +15,11 @@ export interface Caller {
   workspaceId: string;
   tenantId: string;
   role: Role;
-  /** How the workspace was chosen: the `X-Workspace-ID` header or an API key. */
-  via: 'bearer' | 'api_key';
+  /**
+   * How the workspace was chosen: the `X-Workspace-ID` header, an API key, or a single-use
+   * WebSocket ticket (`?ticket=`, bound to a user and workspace when it was issued).
+   */
+  via: 'bearer' | 'api_key' | 'ticket';
   /** The client address, recorded in audit trails; absent outside HTTP (commands, jobs). */
   ipAddress?: string;
 }

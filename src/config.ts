@@ -56,6 +56,8 @@ export interface Config {
   dataDir: string;
   /** Largest accepted request body, in bytes. */
   bodyLimit: number;
+  /** WebSocket keep-alive: ping interval; a socket that missed the previous pong is closed. */
+  wsPingIntervalMs: number;
   logLevel: string;
   database: DatabaseConfig;
   auth: AuthConfig;
@@ -119,6 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int('PORT', 8080, 0, 65535);
   const dataDir = path.resolve(env.DATA_DIR?.trim() || './data');
   const bodyLimit = int('BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024);
+  const wsPingIntervalMs = int('WS_PING_INTERVAL_MS', 30_000, 100, 600_000);
   const logLevel = env.LOG_LEVEL?.trim() || 'info';
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
@@ -169,6 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     dataDir,
     bodyLimit,
+    wsPingIntervalMs,
     logLevel,
     database,
     auth,

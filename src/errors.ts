@@ -39,6 +39,7 @@ export const ERROR_CODES = {
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,
+  upgrade_required: 426,
   headers_too_large: 431,
   internal_error: 500,
   provider_error: 502,

@@ -3,8 +3,7 @@ import { hostname } from 'node:os';
 import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
-import { activityEvents } from './db/schema/activity.ts';
-import { createLocalEventHub } from './events/event-hub.ts';
+import { createLocalEventHub, type EventHub } from './events/event-hub.ts';
 import { createRedisEventHub } from './events/redis-event-hub.ts';
 import { createBullmqQueue } from './jobs/bullmq-queue.ts';
 import type { RegisteredJob } from './jobs/job.ts';
@@ -13,6 +12,8 @@ import type { AddressPolicy } from './lib/net/address-guard.ts';
 import { createRedisConnection } from './lib/redis/redis-connection.ts';
 import type { Component } from './lifecycle.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { createActivityService } from './modules/activity/activity.service.ts';
+import { createMemoryTicketStore, type TicketStore } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
 import { createChatService } from './modules/chat/chat.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
@@ -32,14 +33,21 @@ import { createToolsService } from './modules/tools/tools.service.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
 
-export interface ServicesOptions {
+/** Parts a caller may supply instead of the defaults. */
+export interface ServiceOptions {
+  /** Carries the ids of new activity (and run) events between processes; in-process by default. */
+  eventHub?: EventHub;
+  /**
+   * Where WebSocket tickets wait to be redeemed; this process's memory by default. Several
+   * API processes share one (`createRedisTicketStore`), so any of them can redeem a ticket.
+   */
+  tickets?: TicketStore;
   /** Where the long-lived parts (Redis, the queue, jobs) log; a new logger at `LOG_LEVEL` by default. */
   log?: Logger;
 }
 
 /** Everything the HTTP layer and the commands use, wired in dependency order. */
-export async function createServices(config: Config, database: Database, options: ServicesOptions = {}) {
-  const log = options.log ?? createLogger(config.logLevel);
+export async function createServices(config: Config, database: Database, options: ServiceOptions = {}) {
   const devKey: DevSigningKey | undefined =
     config.auth.mode === 'dev' ? await loadDevSigningKey(config.dataDir) : undefined;
   const devJwks: { keys: JWK[] } | undefined = devKey ? { keys: [devKey.publicJwk] } : undefined;
@@ -52,6 +60,19 @@ export async function createServices(config: Config, database: Database, options
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
   const settings = createSettingsService(db);
+  const log = options.log ?? createLogger(config.logLevel);
+  // Jobs and events: on Redis when REDIS_URL is set (any number of processes), else in-process.
+  const redis = config.redis ? createRedisConnection({ url: config.redis.url, log }) : undefined;
+  const { prefix, lockMs, stopGraceMs } = config.queue;
+  const eventHub =
+    options.eventHub ?? (redis ? createRedisEventHub({ redis, prefix, log }) : createLocalEventHub());
+  const queue = redis
+    ? createBullmqQueue({ redis, log, prefix, lockMs, stopGraceMs })
+    : createLocalQueue({ log, stopGraceMs });
+  const activity = createActivityService(db, {
+    hub: eventHub,
+    tickets: options.tickets ?? createMemoryTicketStore(),
+  });
   const credentials = createCredentialsService({
     db,
     settings,
@@ -69,55 +90,28 @@ export async function createServices(config: Config, database: Database, options
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
     removeFromWorkflows: (tx, workspaceId, agentId) => workflows.removeAgent(tx, workspaceId, agentId),
+    activity: { record: activity.record },
     checkTools: tools.checkRefs,
   });
-  const workflows = createWorkflowsService(db, { agents: { lockExisting: agents.lockExisting } });
-  const modelGateway = createModelGateway({ settings, credentials, tools, addressPolicy });
-
-  // Jobs and events: on Redis when REDIS_URL is set (any number of processes), else in-process.
-  const redis = config.redis ? createRedisConnection({ url: config.redis.url, log }) : undefined;
-  const { prefix, lockMs, stopGraceMs } = config.queue;
-  const hub = redis ? createRedisEventHub({ redis, prefix, log }) : createLocalEventHub();
-  const queue = redis
-    ? createBullmqQueue({ redis, log, prefix, lockMs, stopGraceMs })
-    : createLocalQueue({ log, stopGraceMs });
-  // Started in this order, stopped in reverse. The queue comes last so it stops first: its
-  // running jobs use everything before it (the model gateway's stop aborts calls still open).
-  const components: Component[] = [...(redis ? [redis] : []), hub, modelGateway, queue];
-  const commit = createRunLog({
-    db,
-    hub,
-    activity: {
-      record: async (tx, e) => {
-        const [row] = await tx
-          .insert(activityEvents)
-          .values({
-            workspace_id: e.workspaceId,
-            kind: e.kind,
-            subject_type: e.subjectType,
-            subject_id: e.subjectId,
-            message: e.message,
-            data: e.data ?? {},
-            actor: e.actor,
-          })
-          .returning({ id: activityEvents.id });
-        return row?.id ?? 0;
-      },
-    },
+  const workflows = createWorkflowsService(db, {
+    agents: { lockExisting: agents.lockExisting },
+    activity: { record: activity.record },
   });
+  const modelGateway = createModelGateway({ settings, credentials, tools, addressPolicy });
+  const commit = createRunLog({ db, hub: eventHub, activity: { record: activity.record } });
   const engine = createRunEngine({
     db,
     commit,
     agents,
     models: modelGateway,
-    hub,
+    hub: eventHub,
     owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
   });
   const runs = createRunsService({
     db,
     commit,
     workflows,
-    hub,
+    hub: eventHub,
     enqueue: async (id) => {
       setImmediate(
         () => void engine.execute(id, new AbortController().signal).catch((e) => console.error(e)),
@@ -128,11 +122,19 @@ export async function createServices(config: Config, database: Database, options
   // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
   // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.
   const jobs: RegisteredJob[] = [];
+  // Started in this order, stopped in reverse. The queue comes last so it stops first: its
+  // running jobs use everything before it (the model gateway's stop aborts calls still open).
+  // A hub given by the caller is the caller's to start and stop.
+  const components: Component[] = [
+    ...(redis ? [redis] : []),
+    ...(options.eventHub ? [] : [eventHub]),
+    modelGateway,
+    queue,
+  ];
 
   return {
     config,
     log,
-    eventHub: hub,
     queue,
     jobs,
     components,
@@ -143,6 +145,8 @@ export async function createServices(config: Config, database: Database, options
     devJwks,
     verifyToken: createTokenVerifier(config.auth, devJwks),
     workspaces: createWorkspacesService(db),
+    eventHub,
+    activity,
     agents,
     workflows,
     runs,

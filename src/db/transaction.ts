@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import type * as schema from './schema/index.ts';
 
@@ -8,10 +9,71 @@ import type * as schema from './schema/index.ts';
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
 /**
+ * Work to run once the transaction it was registered in has committed, per open transaction
+ * (or savepoint). Keyed by the transaction object drizzle hands to `inTransaction`'s callback.
+ */
+const afterCommitWork = new WeakMap<Db, Array<() => void>>();
+
+/**
  * Runs `work` in one transaction: committed when it resolves, rolled back when it throws.
  * The one way to open a transaction, so services own their transactions and can hand the
  * same `tx` to several repositories (and to other modules' narrowed services).
+ *
+ * Callbacks registered with `afterCommit(tx, ...)` run once the transaction has committed,
+ * and are dropped when it rolls back. Called on a transaction, it opens a savepoint whose
+ * callbacks join the outer transaction's, since nothing is committed before the outer one is.
  */
-export function inTransaction<T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> {
-  return db.transaction((tx) => work(tx));
+export async function inTransaction<T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> {
+  const callbacks: Array<() => void> = [];
+  const result = await db.transaction((tx) => {
+    afterCommitWork.set(tx, callbacks);
+    return work(tx);
+  });
+  const outer = afterCommitWork.get(db);
+  if (outer) outer.push(...callbacks);
+  else runAfterCommit(callbacks);
+  return result;
+}
+
+/** True when `db` is a transaction opened by `inTransaction` (not the pool or database itself). */
+export const isTransaction = (db: Db): boolean => afterCommitWork.has(db);
+
+/**
+ * Runs `callback` after `db`'s transaction commits: at once when `db` is not a transaction
+ * (the statement before it has already committed), never when the transaction rolls back.
+ * This is how a change announces itself (an event hub publish, a queue hand-off) without a
+ * reader ever being woken for a row it cannot see yet, or for one that was rolled back.
+ * The callback must not throw: the change is committed whatever it does (an error is
+ * reported as a process warning, not to the caller whose change succeeded).
+ */
+export function afterCommit(db: Db, callback: () => void): void {
+  const pending = afterCommitWork.get(db);
+  if (pending) pending.push(callback);
+  else runAfterCommit([callback]);
+}
+
+function runAfterCommit(callbacks: Array<() => void>): void {
+  for (const callback of callbacks) {
+    try {
+      callback();
+    } catch (error) {
+      process.emitWarning(error instanceof Error ? error : new Error(String(error)), 'AfterCommitWarning');
+    }
+  }
+}
+
+/**
+ * Makes the appends of this transaction to the append-only stream `stream` (an activity
+ * feed, a run's event log) visible in id order: a transaction-scoped advisory lock on the
+ * stream, held until commit or rollback. Without it, two transactions appending to one
+ * stream can commit out of id order (id 7 visible, id 6 still in flight), and a reader
+ * that resumes "after the last id it saw" would skip id 6 for good. With it, an id is
+ * drawn only once every earlier append to the stream has committed or rolled back.
+ * Take it just before the insert, as the last write of the transaction, so the lock is
+ * held for as short a time as possible and never before other row locks (no deadlock).
+ * Key collisions between streams only serialise them needlessly, never break them.
+ */
+export async function lockAppendOrder(tx: Db, stream: string): Promise<void> {
+  if (!isTransaction(tx)) throw new Error('lockAppendOrder needs a transaction opened by inTransaction');
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${stream}, 0))`);
 }

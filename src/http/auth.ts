@@ -9,6 +9,11 @@ export interface AuthDependencies {
   findMembership(workspaceId: string, userId: string): Promise<{ tenantId: string; role: Role } | undefined>;
   /** The workspace an API key selects, or undefined when the key is unknown, revoked or expired. */
   resolveApiKey(key: string): Promise<{ workspaceId: string } | undefined>;
+  /**
+   * Spends a single-use ticket (routes with `config.ticket`): who it was issued to, or
+   * undefined when it is unknown, already used or expired.
+   */
+  redeemTicket?(ticket: string): Promise<{ userId: string; workspaceId: string } | undefined>;
 }
 
 declare module 'fastify' {
@@ -19,6 +24,11 @@ declare module 'fastify' {
     workspace?: false;
     /** Least role needed; defaults to viewer for GET and member for writes. */
     role?: Role;
+    /**
+     * Also accepts `?ticket=<single-use ticket>` instead of the headers: for WebSocket
+     * upgrades from browsers, which cannot set headers on them.
+     */
+    ticket?: boolean;
   }
   interface FastifyRequest {
     /** Set for every authenticated route. */
@@ -34,6 +44,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Authenticates every route not marked public, before validation, so an anonymous
  * caller learns nothing about a route's input rules. Scheme A: bearer token plus
  * `X-Workspace-ID`. Scheme B: `X-API-Key` selects the workspace, the bearer names the user.
+ * Routes with `config.ticket` (the WebSocket) also take `?ticket=`, a single-use ticket
+ * that names both, for browsers that cannot send headers on an upgrade.
  */
 export function registerAuth(app: FastifyInstance, deps: AuthDependencies): void {
   app.decorateRequest('caller', null as unknown as Caller);
@@ -42,9 +54,15 @@ export function registerAuth(app: FastifyInstance, deps: AuthDependencies): void
     const config = request.routeOptions.config;
     // Only the API is protected; /docs and the development JWKS are public by nature.
     if (config.public || request.is404 || !request.routeOptions.url?.startsWith('/api/')) return;
-    request.userId = (await deps.verifyToken(bearerToken(request))).subject;
-    if (config.workspace === false) return;
-    request.caller = await resolveCaller(request, deps);
+    const ticket = config.ticket ? ticketOf(request) : undefined;
+    if (ticket !== undefined) {
+      request.caller = await callerFromTicket(request, ticket, deps);
+      request.userId = request.caller.userId;
+    } else {
+      request.userId = (await deps.verifyToken(bearerToken(request))).subject;
+      if (config.workspace === false) return;
+      request.caller = await resolveCaller(request, deps);
+    }
     const needed =
       config.role ?? (request.method === 'GET' || request.method === 'HEAD' ? 'viewer' : 'member');
     if (!hasRole(request.caller.role, needed)) {
@@ -103,6 +121,41 @@ async function resolveCaller(request: FastifyRequest, deps: AuthDependencies): P
     tenantId: membership.tenantId,
     role: membership.role,
     via,
+    ipAddress: request.ip,
+  };
+}
+
+/** The `ticket` query parameter, when the request carries one. */
+function ticketOf(request: FastifyRequest): string | undefined {
+  const value = (request.query as Record<string, unknown> | undefined)?.ticket;
+  const text = Array.isArray(value) ? value[0] : value;
+  return typeof text === 'string' && text !== '' ? text : undefined;
+}
+
+/**
+ * The caller a ticket speaks for. The ticket is spent whatever follows, and the membership
+ * is read again now: a member removed since the ticket was issued is refused.
+ */
+async function callerFromTicket(
+  request: FastifyRequest,
+  ticket: string,
+  deps: AuthDependencies,
+): Promise<Caller> {
+  const binding = await deps.redeemTicket?.(ticket);
+  if (!binding) throw unauthorized('the ticket is unknown, already used or expired');
+  const membership = await deps.findMembership(binding.workspaceId, binding.userId);
+  if (!membership) {
+    throw forbidden(
+      'workspace_forbidden',
+      `workspace ${binding.workspaceId} does not exist or you are not a member of it`,
+    );
+  }
+  return {
+    userId: binding.userId,
+    workspaceId: binding.workspaceId,
+    tenantId: membership.tenantId,
+    role: membership.role,
+    via: 'ticket',
     ipAddress: request.ip,
   };
 }

@@ -2,7 +2,8 @@ import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 
 /**
  * One structured line per request, written when it completes: method, URL, status,
- * duration and who called. Headers are never logged, so credentials cannot leak here.
+ * duration and who called. Headers are never logged and a ticket in the query string is
+ * redacted, so credentials cannot leak here.
  */
 export class RequestLogController extends LogController {
   constructor() {
@@ -16,7 +17,7 @@ export class RequestLogController extends LogController {
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
     const line = {
       method: request.method,
-      url: request.url,
+      url: redactQuery(request.url),
       status: reply.statusCode,
       duration_ms: Math.round(reply.elapsedTime * 100) / 100,
       user_id: request.userId || undefined,
@@ -26,3 +27,9 @@ export class RequestLogController extends LogController {
     else reply.log.info(line, 'request completed');
   }
 }
+
+/** Query parameters that carry a credential (the WebSocket ticket): logged as `[redacted]`. */
+const SECRET_QUERY = /([?&]ticket=)[^&#]*/gi;
+
+/** The URL as logged: credentials in the query string replaced. */
+export const redactQuery = (url: string): string => url.replace(SECRET_QUERY, '$1[redacted]');

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderOpenApi } from '../../src/http/openapi.ts';
@@ -31,6 +32,8 @@ interface Operation {
   path: string;
   parameters: Parameter[];
   body?: { schema: JsonSchema; required: boolean };
+  /** Its success is a `text/event-stream` that stays open: probed, then disconnected. */
+  streams: boolean;
 }
 
 const operations: Operation[] = Object.entries(
@@ -44,6 +47,9 @@ const operations: Operation[] = Object.entries(
       path: route,
       parameters: (op.parameters ?? []) as Parameter[],
       ...(json ? { body: { schema: json, required: op.requestBody.required === true } } : {}),
+      streams: Object.values(op.responses ?? {}).some(
+        (response: any) => response?.content?.['text/event-stream'] !== undefined,
+      ),
     };
   }),
 );
@@ -163,6 +169,75 @@ function toInjection(op: Operation, request: GeneratedRequest, actor: Actor) {
   };
 }
 
+/** What the checks read of an answer, whether it was read whole or probed as a stream. */
+interface Answer {
+  statusCode: number;
+  headers: Record<string, unknown>;
+  body: string;
+}
+
+/** Collects a readable to the end, failing after `ms` (an answer that never ends is a finding). */
+function readAll(stream: Readable, ms: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`the answer did not end within ${ms} ms`)), ms);
+    stream.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    stream.on('end', () => {
+      clearTimeout(timer);
+      resolve(text);
+    });
+    stream.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+/** The first bytes of a readable, failing after `ms`. */
+function firstBytes(stream: Readable, ms: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no bytes within ${ms} ms`)), ms);
+    stream.once('data', (chunk: Buffer) => {
+      clearTimeout(timer);
+      resolve(chunk.toString());
+    });
+    stream.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+/**
+ * Sends one generated request. An operation that streams is read as a stream: an error
+ * answer to its end, a stream (which would never end) only to its first bytes, and then the
+ * client disconnects, as a browser closing the tab does.
+ */
+async function send(op: Operation, injection: ReturnType<typeof toInjection>): Promise<Answer> {
+  if (!op.streams) {
+    const response = await t.call(undefined, injection.method, injection.url, injection.payload, {
+      headers: injection.headers,
+    });
+    return { statusCode: response.statusCode, headers: response.headers, body: response.body };
+  }
+  const controller = new AbortController();
+  const response = await t.call(undefined, injection.method, injection.url, injection.payload, {
+    headers: injection.headers,
+    payloadAsStream: true,
+    signal: controller.signal,
+  });
+  const stream = response.stream();
+  stream.on('error', () => undefined);
+  try {
+    const body = response.statusCode === 200 ? await firstBytes(stream, 5000) : await readAll(stream, 5000);
+    return { statusCode: response.statusCode, headers: response.headers, body };
+  } finally {
+    controller.abort();
+  }
+}
+
 let t: TestApp;
 let owner: Actor;
 
@@ -189,7 +264,7 @@ describe('every documented operation, generated input', () => {
   /** Records listed by collection GETs (`/api/agents` -> its items), for the `{id}` routes beneath. */
   async function knownItems(): Promise<Map<string, Record<string, unknown>[]>> {
     const items = new Map<string, Record<string, unknown>[]>();
-    for (const op of operations.filter((o) => o.method === 'get' && !o.path.includes('{'))) {
+    for (const op of operations.filter((o) => o.method === 'get' && !o.path.includes('{') && !o.streams)) {
       const response = await t.call(owner, 'GET', op.path);
       const listed = response.statusCode === 200 ? response.json().items : undefined;
       if (Array.isArray(listed)) items.set(op.path, listed.slice(0, 10));
@@ -215,15 +290,18 @@ describe('every documented operation, generated input', () => {
         fc.asyncProperty(requestArbitrary(op, known), async (request) => {
           const injection = toInjection(op, request, owner);
           // Raw bytes and headers as generated: the actor's headers are already in them.
-          const response = await t.call(undefined, injection.method, injection.url, injection.payload, {
-            headers: injection.headers,
-          });
+          const response = await send(op, injection);
           const where = `${injection.method} ${injection.url.slice(0, 200)} -> ${response.statusCode} ${response.body.slice(0, 300)}`;
           statuses.set(response.statusCode, (statuses.get(response.statusCode) ?? 0) + 1);
           expect(response.statusCode, where).toBeLessThan(500);
+          if (op.streams && response.statusCode === 200) {
+            expect(response.headers['content-type'], where).toContain('text/event-stream');
+            // SSE framing: an event's id or name, or a comment.
+            expect(response.body, where).toMatch(/^(id|event|data|):/);
+          }
           if (response.statusCode >= 400) {
             expect(response.headers['content-type'], where).toContain('application/problem+json');
-            const problem = response.json();
+            const problem = JSON.parse(response.body);
             expect(typeof problem.code, where).toBe('string');
             expect(typeof problem.request_id, where).toBe('string');
             expect(problem.status, where).toBe(response.statusCode);

@@ -111,3 +111,30 @@ export function openEventStream(
     request.end(method === 'POST' ? JSON.stringify(body) : undefined);
   });
 }
+
+/** An event stream read in order: each call takes the events after those already taken. */
+export interface OrderedEvents {
+  /** The next `count` events; fails when the stream ends first. */
+  next(count: number): Promise<ReceivedEvent[]>;
+  /** True when no event beyond those taken arrives within `ms`. */
+  quietFor(ms: number): Promise<boolean>;
+}
+
+/** Reads `stream` in order, for tests that check what arrives after each step. */
+export function inOrder(stream: EventStream): OrderedEvents {
+  let taken = 0;
+  return {
+    async next(count) {
+      const events = await stream.waitForEvents(taken + count);
+      if (events.length < taken + count) {
+        throw new Error(`the stream ended after ${events.length} events: ${JSON.stringify(events)}`);
+      }
+      taken += count;
+      return events.slice(taken - count, taken);
+    },
+    async quietFor(ms) {
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      return stream.events.length === taken;
+    },
+  };
+}

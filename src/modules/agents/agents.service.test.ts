@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import type { Db } from '../../db/transaction.ts';
+import { createLocalEventHub } from '../../events/event-hub.ts';
+import { type ActivityService, createActivityService } from '../activity/activity.service.ts';
+import { createMemoryTicketStore } from '../activity/ws-tickets.ts';
 import { createWorkflowsService, type WorkflowsService } from '../workflows/workflows.service.ts';
 import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { type AgentsDependencies, type AgentsService, createAgentsService } from './agents.service.ts';
@@ -23,6 +26,7 @@ afterAll(() => db.close());
 interface Wiring {
   agents: AgentsService;
   workflows: WorkflowsService;
+  activity: ActivityService;
 }
 
 /**
@@ -30,14 +34,34 @@ interface Wiring {
  * once the agent has left the workflows, and `afterLock` inside a workflow's transaction once
  * its agents are locked.
  */
-function wire(hooks: { afterRemove?: () => Promise<void>; afterLock?: () => Promise<void> } = {}): Wiring {
+function wire(
+  hooks: {
+    afterRemove?: () => Promise<void>;
+    afterLock?: () => Promise<void>;
+    afterRecord?: () => Promise<void>;
+  } = {},
+): Wiring {
   const removeFromWorkflows: AgentsDependencies['removeFromWorkflows'] = async (tx, workspaceId, agentId) => {
     await workflows.removeAgent(tx, workspaceId, agentId);
     await hooks.afterRemove?.();
   };
+  const activity = createActivityService(db.database.db, {
+    hub: createLocalEventHub(),
+    tickets: createMemoryTicketStore(),
+  });
+  const record: AgentsDependencies['activity']['record'] = async (tx, event) => {
+    const id = await activity.record(tx, event);
+    await hooks.afterRecord?.();
+    return id;
+  };
   // These agents use no tools: the registry's verdict is not what these tests are about.
-  const agents = createAgentsService(db.database.db, { removeFromWorkflows, checkTools: () => [] });
+  const agents = createAgentsService(db.database.db, {
+    removeFromWorkflows,
+    activity: { record },
+    checkTools: () => [],
+  });
   const workflows = createWorkflowsService(db.database.db, {
+    activity: { record },
     agents: {
       lockExisting: async (tx: Db, workspaceId: string, ids: string[]) => {
         const missing = await agents.lockExisting(tx, workspaceId, ids);
@@ -46,7 +70,7 @@ function wire(hooks: { afterRemove?: () => Promise<void>; afterLock?: () => Prom
       },
     },
   });
-  return { agents, workflows };
+  return { agents, workflows, activity };
 }
 
 let seq = 0;
@@ -151,5 +175,52 @@ describe('agents and workflows', () => {
       errors: [{ field: 'body.agents.0', message: `agent ${agent.id} does not exist in this workspace` }],
     });
     expect((await workflows.list(caller, { limit: 10, offset: 0 })).total).toBe(0);
+  });
+});
+
+describe('activity', () => {
+  it('records agent.created and workflow.created with the change, by the caller', async () => {
+    const caller = await newCaller();
+    const { agents, workflows, activity } = wire();
+    const agent = await agents.create(caller, { name: 'Researcher', model });
+    const workflow = await workflows.create(caller, { name: 'Review PR', agents: [agent.id] });
+    const page = await activity.list(caller, { limit: 10 });
+    expect(page.items).toMatchObject([
+      {
+        kind: 'workflow.created',
+        subject_type: 'workflow',
+        subject_id: workflow.id,
+        message: 'Workflow “Review PR” created',
+        data: { name: 'Review PR', agents: 1 },
+        actor: caller.userId,
+      },
+      {
+        kind: 'agent.created',
+        subject_type: 'agent',
+        subject_id: agent.id,
+        message: 'Agent “Researcher” created',
+        data: { name: 'Researcher', model },
+        actor: caller.userId,
+      },
+    ]);
+  });
+
+  it('creates neither agent nor workflow when the transaction fails after recording the event', async () => {
+    const caller = await newCaller();
+    const existing = await wire().agents.create(caller, { name: 'base', model });
+    const failing = wire({
+      afterRecord: async () => {
+        throw new Error('the transaction fails after the event was written');
+      },
+    });
+    await expect(failing.agents.create(caller, { name: 'never', model })).rejects.toThrow('after the event');
+    await expect(failing.workflows.create(caller, { name: 'never', agents: [existing.id] })).rejects.toThrow(
+      'after the event',
+    );
+    expect((await failing.workflows.list(caller, { limit: 10, offset: 0 })).total).toBe(0);
+    expect(JSON.parse(await failing.agents.list(caller, { limit: 10, offset: 0 })).total).toBe(1);
+    expect((await failing.activity.list(caller, { limit: 10 })).items.map((item) => item.message)).toEqual([
+      'Agent “base” created',
+    ]);
   });
 });

@@ -1,6 +1,8 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { type FieldError, invalidFields, notFound } from '../../errors.ts';
+import type { ActivityService } from '../activity/activity.service.ts';
+import { agentCreated } from './agents.events.ts';
 import {
   type AgentChanges,
   type AgentFilter,
@@ -21,6 +23,8 @@ export type CreateAgentInput = Omit<NewAgent, 'workspace_id' | 'created_by'>;
 export interface AgentsDependencies {
   /** Deleting an agent takes it out of every workflow, in the delete's transaction. */
   removeFromWorkflows(tx: Db, workspaceId: string, agentId: string): Promise<void>;
+  /** The activity feed, written in the transaction of the change it records. */
+  activity: Pick<ActivityService, 'record'>;
   /**
    * The tool registry's verdict on an agent's `tools` (unknown names, configs that do not fit),
    * as field errors under `field`; wired to `ToolsService.checkRefs`.
@@ -39,9 +43,18 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
   };
 
   return {
+    /** Creates the agent and its `agent.created` activity event in one transaction. */
     async create(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, input: CreateAgentInput) {
       checkTools(input.tools);
-      return repo.insert({ ...input, workspace_id: caller.workspaceId, created_by: caller.userId });
+      return inTransaction(db, async (tx) => {
+        const agent = await createAgentsRepository(tx).insert({
+          ...input,
+          workspace_id: caller.workspaceId,
+          created_by: caller.userId,
+        });
+        await deps.activity.record(tx, agentCreated(agent));
+        return agent;
+      });
     },
 
     async get(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, id: string) {

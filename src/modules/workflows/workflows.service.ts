@@ -1,7 +1,9 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { type AppError, invalidFields, notFound } from '../../errors.ts';
+import type { ActivityService } from '../activity/activity.service.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
+import { workflowCreated } from './workflows.events.ts';
 import {
   createWorkflowsRepository,
   type NewWorkflow,
@@ -32,6 +34,8 @@ export type UpdateWorkflowInput = Omit<WorkflowChanges, 'execution_policy'> & {
 export interface WorkflowsDependencies {
   /** Referenced agents stay share-locked until the workflow's write commits. */
   agents: Pick<AgentsService, 'lockExisting'>;
+  /** The activity feed, written in the transaction of the change it records. */
+  activity: Pick<ActivityService, 'record'>;
 }
 
 /** Workflows: ordered agents, tools and a policy that together pursue a goal. */
@@ -45,15 +49,18 @@ export function createWorkflowsService(db: Db, deps: WorkflowsDependencies) {
   }
 
   return {
+    /** Creates the workflow and its `workflow.created` activity event in one transaction. */
     async create(caller: Pick<Caller, 'userId' | 'workspaceId'>, input: CreateWorkflowInput) {
       return inTransaction(db, async (tx) => {
         await checkAgents(tx, caller.workspaceId, input.agents ?? []);
-        return createWorkflowsRepository(tx).insert({
+        const workflow = await createWorkflowsRepository(tx).insert({
           ...input,
           execution_policy: { ...DEFAULT_EXECUTION_POLICY, ...input.execution_policy },
           workspace_id: caller.workspaceId,
           created_by: caller.userId,
         });
+        await deps.activity.record(tx, workflowCreated(workflow));
+        return workflow;
       });
     },
 
