@@ -4,7 +4,14 @@ import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { createLocalEventHub, type EventHub } from './events/event-hub.ts';
+import { createRedisEventHub } from './events/redis-event-hub.ts';
+import { createBullmqQueue } from './jobs/bullmq-queue.ts';
+import type { RegisteredJob } from './jobs/job.ts';
+import { createLocalQueue } from './jobs/local-queue.ts';
 import type { AddressPolicy } from './lib/net/address-guard.ts';
+import { createRedisConnection } from './lib/redis/redis-connection.ts';
+import type { Component } from './lifecycle.ts';
+import { createLogger, type Logger } from './logger.ts';
 import { createActivityService } from './modules/activity/activity.service.ts';
 import { createMemoryTicketStore, type TicketStore } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
@@ -35,6 +42,8 @@ export interface ServiceOptions {
    * API processes share one (`createRedisTicketStore`), so any of them can redeem a ticket.
    */
   tickets?: TicketStore;
+  /** Where the long-lived parts (Redis, the queue, jobs) log; a new logger at `LOG_LEVEL` by default. */
+  log?: Logger;
 }
 
 /** Everything the HTTP layer and the commands use, wired in dependency order. */
@@ -51,7 +60,15 @@ export async function createServices(config: Config, database: Database, options
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
   const settings = createSettingsService(db);
-  const eventHub = options.eventHub ?? createLocalEventHub();
+  const log = options.log ?? createLogger(config.logLevel);
+  // Jobs and events: on Redis when REDIS_URL is set (any number of processes), else in-process.
+  const redis = config.redis ? createRedisConnection({ url: config.redis.url, log }) : undefined;
+  const { prefix, lockMs, stopGraceMs } = config.queue;
+  const eventHub =
+    options.eventHub ?? (redis ? createRedisEventHub({ redis, prefix, log }) : createLocalEventHub());
+  const queue = redis
+    ? createBullmqQueue({ redis, log, prefix, lockMs, stopGraceMs })
+    : createLocalQueue({ log, stopGraceMs });
   const activity = createActivityService(db, {
     hub: eventHub,
     tickets: options.tickets ?? createMemoryTicketStore(),
@@ -102,9 +119,25 @@ export async function createServices(config: Config, database: Database, options
     },
     onEnqueueError: () => {},
   });
+  // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
+  // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.
+  const jobs: RegisteredJob[] = [];
+  // Started in this order, stopped in reverse. The queue comes last so it stops first: its
+  // running jobs use everything before it (the model gateway's stop aborts calls still open).
+  // A hub given by the caller is the caller's to start and stop.
+  const components: Component[] = [
+    ...(redis ? [redis] : []),
+    ...(options.eventHub ? [] : [eventHub]),
+    modelGateway,
+    queue,
+  ];
 
   return {
     config,
+    log,
+    queue,
+    jobs,
+    components,
     keySource,
     vaultKeys,
     database,
@@ -128,6 +161,8 @@ export async function createServices(config: Config, database: Database, options
       pingDatabase: database.ping,
       databaseKind: database.kind,
       startedAt: new Date(),
+      // Reported under their names: Redis and the model providers fill the spec's rows.
+      components: [...(redis ? [redis] : []), modelGateway],
     }),
   };
 }
