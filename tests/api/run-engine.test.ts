@@ -186,8 +186,8 @@ describe('timeout and control', () => {
 
   it('pause and cancel a queued run at once', async () => {
     llm.fallbackReply = { type: 'text', text: 'slow', firstByteDelayMs: 400 };
-    // Saturate nothing: pause right after the 202; if a worker claimed it first, the pause waits for the step.
-    const { runId } = await startRun(1);
+    // Paused right after the 202, or, if a worker claimed it first, after its first step.
+    const { runId } = await startRun(2);
     await t.call(alice, 'POST', `/api/runs/${runId}/pause`);
     const paused = await waitFor(runId, (run) => run.status === 'Paused');
     expect(paused.status).toBe('Paused');
