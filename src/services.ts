@@ -107,6 +107,7 @@ export async function createServices(config: Config, database: Database, options
     models: modelGateway,
     hub: eventHub,
     owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    leaseMs: config.queue.runLeaseMs,
   });
   const runs = createRunsService({
     db,
