@@ -26,7 +26,8 @@
  * databases, temporary data directories and a QUEUE_PREFIX of its own, all removed at the end.
  * BENCH_SETUPS (default `embedded,redis1,redis2`), BENCH_SECONDS, BENCH_WARMUP_SECONDS
  * (default 3), BENCH_POSTERS (default 16), BENCH_CHAT_REQUESTS (default 200),
- * BENCH_CHAT_STREAMS (default 200) tune it.
+ * BENCH_CHAT_STREAMS (default 200) tune it; BENCH_NODE_FLAGS adds Node flags to the spawned
+ * processes (`--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -77,7 +78,8 @@ function stopChild(child: ChildProcess): Promise<void> {
 const children = new Set<ChildProcess>();
 
 function spawnNode(script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [...nodeFlags, script], {
+  const extraFlags = process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeFlags, ...extraFlags, script], {
     cwd: root,
     env: {
       PATH: process.env.PATH,
