@@ -36,6 +36,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { type LlmServer, startOpenAiServer } from '../tests/helpers/llm-servers.ts';
 import { createBenchPostgres } from './postgres-env.ts';
 
@@ -181,6 +182,10 @@ interface RunFigures {
   postErrors: number;
   notFinished: number;
   inFlightCap: number;
+  /** GET /bench/unfinished calls made: statements the database served for the bench itself. */
+  polls: number;
+  /** PostgreSQL only: what the database did per run, from its statistics views. */
+  perRun?: { commits: number; rows: string };
 }
 
 /**
@@ -195,8 +200,10 @@ async function loadRuns(server: ApiServer, workflowId: string, consumers: number
   let posted = 0;
   let postErrors = 0;
   let polling = true;
+  let polls = 0;
   const poller = (async () => {
     while (polling) {
+      polls += 1;
       const postedAtSend = posted;
       const response = await fetch(`${server.url}/bench/unfinished`);
       const { unfinished } = (await response.json()) as { unfinished: number };
@@ -220,6 +227,7 @@ async function loadRuns(server: ApiServer, workflowId: string, consumers: number
   await Promise.all(Array.from({ length: POSTERS }, poster));
   const drainDeadline = Date.now() + 60_000;
   while (Date.now() < drainDeadline) {
+    polls += 1;
     const response = await fetch(`${server.url}/bench/unfinished`);
     if (((await response.json()) as { unfinished: number }).unfinished === 0) break;
     await sleep(100);
@@ -252,7 +260,47 @@ async function loadRuns(server: ApiServer, workflowId: string, consumers: number
     postErrors,
     notFinished: window.unfinished,
     inFlightCap: cap,
+    polls,
   };
+}
+
+/**
+ * What PostgreSQL did per run over the whole load (warm-up included): commits (a statement
+ * outside a transaction counts as one) less the bench's own polls, and rows inserted or
+ * updated per table, from pg_stat_database and pg_stat_user_tables. The statistics are
+ * flushed by the backends about once a second, hence the pause first.
+ */
+async function databaseWorkPerRun(
+  env: NodeJS.ProcessEnv,
+  polls: number,
+): Promise<{ commits: number; rows: string }> {
+  await sleep(2500);
+  const client = new pg.Client({
+    host: env.POSTGRES_HOST,
+    port: Number(env.POSTGRES_PORT),
+    user: env.POSTGRES_USER,
+    password: env.POSTGRES_PASSWORD,
+    database: env.POSTGRES_DB,
+  });
+  await client.connect();
+  try {
+    const runs = Number((await client.query('select count(*) as n from runs')).rows[0].n);
+    const commits = Number(
+      (await client.query('select xact_commit from pg_stat_database where datname = current_database()'))
+        .rows[0].xact_commit,
+    );
+    const tables = await client.query<{ relname: string; ins: string; upd: string }>(
+      'select relname, n_tup_ins as ins, n_tup_upd as upd from pg_stat_user_tables where n_tup_ins + n_tup_upd > 0 order by n_tup_ins + n_tup_upd desc',
+    );
+    const rows = tables.rows
+      .map((t) => ({ name: t.relname, ins: Number(t.ins) / runs, upd: Number(t.upd) / runs }))
+      .filter((t) => t.ins + t.upd >= 0.5)
+      .map((t) => `${t.name} +${t.ins.toFixed(1)}/~${t.upd.toFixed(1)}`)
+      .join(', ');
+    return { commits: (commits - polls) / runs, rows };
+  } finally {
+    await client.end();
+  }
 }
 
 /** Reads an SSE response to its end; the time of the first body byte and of the first `delta`. */
@@ -437,6 +485,7 @@ async function benchRedis(llm: LlmServer, workers: number, withChat: boolean): P
     llm.reset();
     llm.fallbackReply = { type: 'text', text: 'done' };
     const runs = await loadRuns(server, workflowId, workers);
+    runs.perRun = await databaseWorkPerRun(database.env, runs.polls);
     const chat = withChat ? await benchChat(server, llm) : undefined;
     return { name, runs, chat };
   } finally {
@@ -496,6 +545,11 @@ const rows: Row[] = [
         ? `${count(c.runs.created)}; ${c.runs.failed}; ${c.runs.notFinished}; ${c.runs.postErrors}`
         : '–',
     '0 failures',
+  ],
+  [
+    'PostgreSQL per run: commits; rows inserted (+) / updated (~) by table',
+    (c) => (c.runs?.perRun ? `${c.runs.perRun.commits.toFixed(1)}; ${c.runs.perRun.rows}` : '–'),
+    '',
   ],
   ['unfinished runs kept near (Queued + Running)', (c) => (c.runs ? String(c.runs.inFlightCap) : '–'), ''],
   [
