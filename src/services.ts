@@ -121,7 +121,13 @@ export async function createServices(config: Config, database: Database, options
     settings,
     credentials,
     tools,
-    providers: createProvidersService({ db, settings, credentials, addressPolicy }),
+    providers: createProvidersService({
+      db,
+      settings,
+      credentials,
+      addressPolicy,
+      activity: { record: activity.record },
+    }),
     modelGateway,
     chat: createChatService({ db, gateway: modelGateway, agents }),
     system: createSystemService({
