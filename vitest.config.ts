@@ -4,6 +4,10 @@ import { defineConfig } from 'vitest/config';
  * The three rings of CONVENTIONS.md as vitest projects, run together by `npm test` or alone with
  * `npx vitest run --project unit|service|api`: unit tests beside pure code, service tests beside
  * a service on a real database (no Fastify), API tests through the HTTP contract.
+ *
+ * A fourth project, `exclusive`, holds tests that disturb the whole machine (the Redis restart
+ * stops the machine's Redis). `sequence.groupOrder: 1` makes Vitest run it only after every
+ * other project (group 0) has finished, so no other test file runs while Redis is down.
  */
 export default defineConfig({
   test: {
@@ -17,7 +21,14 @@ export default defineConfig({
         test: { name: 'unit', include: ['src/**/*.test.ts'], exclude: ['src/**/*.service.test.ts'] },
       },
       { extends: true, test: { name: 'service', include: ['src/**/*.service.test.ts'] } },
-      { extends: true, test: { name: 'api', include: ['tests/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'api', include: ['tests/**/*.test.ts'], exclude: ['tests/exclusive/**'] },
+      },
+      {
+        extends: true,
+        test: { name: 'exclusive', include: ['tests/exclusive/**/*.test.ts'], sequence: { groupOrder: 1 } },
+      },
     ],
   },
 });

@@ -4,8 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyServerOptions } from 'fastify';
-import { stdSerializers } from 'pino';
-import { isDatabaseUnavailable, redactDatabaseError } from './db/errors.ts';
+import { isDatabaseUnavailable } from './db/errors.ts';
 import { databaseUnavailable } from './errors.ts';
 import { registerAuth } from './http/auth.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
@@ -15,6 +14,7 @@ import { RequestLogController } from './http/request-log.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 import { runAsWorkStartedAt } from './lib/request-order.ts';
+import { loggerOptions } from './logger.ts';
 import { activityRoutes } from './modules/activity/activity.routes.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
@@ -35,27 +35,12 @@ export interface AppOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Paths in logged data that may hold secrets; pino replaces their values. */
-const REDACT = [
-  'req.headers.authorization',
-  'req.headers["x-api-key"]',
-  'req.headers.cookie',
-  'headers.authorization',
-  'headers["x-api-key"]',
-  '*.password',
-  '*.token',
-  '*.key',
-  '*.secret',
-];
-
 /** Builds the Fastify application without listening, so tests can `inject()` into it. */
 export async function buildApp(services: Services, options: AppOptions = {}) {
   const { config } = services;
+  // Every logged error passes the policy's serializer: database errors lose their parameter values.
   const logger: FastifyServerOptions['logger'] = {
-    level: config.logLevel,
-    redact: { paths: REDACT, censor: '[redacted]' },
-    // Every logged error passes here: database errors lose their parameter values.
-    serializers: { err: (error: Error) => stdSerializers.err(redactDatabaseError(error) as Error) },
+    ...loggerOptions(config.logLevel),
     ...(options.logStream ? { stream: options.logStream } : {}),
   };
   const app = Fastify({

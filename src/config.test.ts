@@ -97,4 +97,67 @@ describe('loadConfig', () => {
     expect(problems({ BODY_LIMIT: '10' })[0]).toContain('BODY_LIMIT');
     expect(problems({ PORT: '70000' })[0]).toContain('PORT');
   });
+
+  it('runs embedded by default: no Redis, RUN_MODE all, the queue settings at their defaults', () => {
+    const config = loadConfig({});
+    expect(config.redis).toBeUndefined();
+    expect(config.runMode).toBe('all');
+    expect(config.queue).toEqual({ prefix: 'bull', concurrency: 10, lockMs: 30_000, stopGraceMs: 5000 });
+  });
+
+  it('takes REDIS_URL, the run mode and the queue settings', () => {
+    const config = loadConfig({
+      ...postgres,
+      REDIS_URL: ' redis://:pw@cache:6380/2 ',
+      RUN_MODE: 'worker',
+      QUEUE_PREFIX: 'staging-1',
+      WORKER_CONCURRENCY: '4',
+      QUEUE_LOCK_MS: '5000',
+      WORKER_STOP_GRACE_MS: '0',
+    });
+    expect(config.redis).toEqual({ url: 'redis://:pw@cache:6380/2' });
+    expect(config.runMode).toBe('worker');
+    expect(config.queue).toEqual({ prefix: 'staging-1', concurrency: 4, lockMs: 5000, stopGraceMs: 0 });
+    expect(loadConfig({ REDIS_URL: 'rediss://cache.example.com', RUN_MODE: 'all' }).redis?.url).toBe(
+      'rediss://cache.example.com',
+    );
+  });
+
+  it('refuses a REDIS_URL that is not a Redis URL, without echoing it (it may hold a password)', () => {
+    for (const url of ['http://cache:6379', 'cache:6379', 'redis//:secret@cache']) {
+      const found = problems({ REDIS_URL: url });
+      expect(found).toEqual([
+        'REDIS_URL must be a redis:// or rediss:// URL (for example redis://127.0.0.1:6379)',
+      ]);
+    }
+  });
+
+  it('refuses an unknown RUN_MODE, naming it', () => {
+    expect(problems({ RUN_MODE: 'both' })).toEqual(['RUN_MODE must be one of api, worker, all (got "both")']);
+  });
+
+  it('refuses RUN_MODE worker or api without REDIS_URL, and on PGlite, saying why', () => {
+    expect(problems({ ...postgres, RUN_MODE: 'worker' })).toEqual([
+      'RUN_MODE=worker needs REDIS_URL: a worker consumes jobs that API processes enqueue, so they must share a queue on Redis (without Redis, use RUN_MODE=all)',
+    ]);
+    expect(problems({ ...postgres, RUN_MODE: 'api' })[0]).toMatch(
+      /^RUN_MODE=api needs REDIS_URL: an API process only enqueues/,
+    );
+    expect(problems({ REDIS_URL: 'redis://cache', RUN_MODE: 'worker' })).toEqual([
+      'RUN_MODE=worker needs PostgreSQL (POSTGRES_*): a worker consumes jobs that API processes enqueue, and the embedded PGlite database can be opened by one process only',
+    ]);
+    expect(loadConfig({ ...postgres, REDIS_URL: 'redis://cache', RUN_MODE: 'api' }).runMode).toBe('api');
+  });
+
+  it('bounds the queue settings', () => {
+    expect(problems({ QUEUE_PREFIX: 'a:b' })[0]).toContain('QUEUE_PREFIX');
+    expect(problems({ QUEUE_PREFIX: 'x*' })[0]).toContain('QUEUE_PREFIX');
+    expect(problems({ WORKER_CONCURRENCY: '0', QUEUE_LOCK_MS: '999', WORKER_STOP_GRACE_MS: '-1' })).toEqual([
+      'WORKER_CONCURRENCY must be an integer between 1 and 1000 (got "0")',
+      'QUEUE_LOCK_MS must be an integer between 1000 and 600000 (got "999")',
+      'WORKER_STOP_GRACE_MS must be an integer between 0 and 600000 (got "-1")',
+    ]);
+  });
 });
+
+const postgres = { POSTGRES_HOST: 'db', POSTGRES_DB: 'app', POSTGRES_USER: 'u', POSTGRES_PASSWORD: 'p' };

@@ -29,6 +29,24 @@ export type AuthConfig =
   | { mode: 'oidc'; issuer: string; audience: string; jwksUrl?: string; algorithms: string[] }
   | { mode: 'dev'; issuer: string; audience: string; algorithms: string[] };
 
+/** What this process does with jobs: `api` only enqueues, `worker` only consumes, `all` both. */
+export type RunMode = 'api' | 'worker' | 'all';
+
+/** The job queue: BullMQ on Redis when `redis` is set, else the in-process queue. */
+export interface QueueConfig {
+  /** Redis key prefix of the queue and the event hub's channels (isolates deployments and tests). */
+  prefix: string;
+  /** Jobs one process runs at once. */
+  concurrency: number;
+  /**
+   * BullMQ's job lock: a worker renews it every half of it; a job whose worker died is handed
+   * to another worker once it expires and the next stalled check (every lock duration) sees it.
+   */
+  lockMs: number;
+  /** On shutdown, how long running jobs may finish before their signal is aborted and they are handed back. */
+  stopGraceMs: number;
+}
+
 export interface Config {
   nodeEnv: string;
   production: boolean;
@@ -54,6 +72,11 @@ export interface Config {
    * private networks (the default), so a developer can test against local services.
    */
   vaultAllowLoopback: boolean;
+  /** `REDIS_URL`; absent means the embedded mode: no Redis at all, jobs and events in-process. */
+  redis?: { url: string };
+  /** Gates the job consumers of this process (never the producers). */
+  runMode: RunMode;
+  queue: QueueConfig;
 }
 
 /** Thrown when the environment is unusable; the message lists every problem at once. */
@@ -71,6 +94,8 @@ const DEV_ISSUER = 'urn:agent-platform:dev';
 const DEFAULT_AUDIENCE = 'agent-platform';
 const DEFAULT_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'ES384', 'EdDSA'];
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const RUN_MODES: readonly RunMode[] = ['api', 'worker', 'all'];
+const QUEUE_PREFIX = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /**
  * Reads the environment once at boot. Collects every problem before failing so an
@@ -137,6 +162,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('VAULT_ALLOW_LOOPBACK=true is for development only; it is refused in production');
   }
 
+  const { redis, runMode, queue } = readJobs(env, database, problems, int);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     nodeEnv,
@@ -153,6 +180,62 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKeysPrevious,
     platformAdmins,
     vaultAllowLoopback,
+    redis,
+    runMode,
+    queue,
+  };
+}
+
+/**
+ * Redis, the run mode and the queue. A split into API and worker processes needs a queue
+ * and a database they share: Redis, and PostgreSQL (PGlite is open in one process only).
+ */
+function readJobs(
+  env: NodeJS.ProcessEnv,
+  database: DatabaseConfig,
+  problems: string[],
+  int: (name: string, fallback: number, min: number, max: number) => number,
+): Pick<Config, 'redis' | 'runMode' | 'queue'> {
+  const url = env.REDIS_URL?.trim() || undefined;
+  if (url !== undefined && !/^rediss?:$/.test(URL.parse(url)?.protocol ?? '')) {
+    // The value may hold a password: name the variable, never echo it.
+    problems.push('REDIS_URL must be a redis:// or rediss:// URL (for example redis://127.0.0.1:6379)');
+  }
+  const modeText = env.RUN_MODE?.trim() || 'all';
+  const runMode = RUN_MODES.find((mode) => mode === modeText);
+  if (!runMode) {
+    problems.push(`RUN_MODE must be one of ${RUN_MODES.join(', ')} (got "${modeText}")`);
+  } else if (runMode !== 'all') {
+    const role =
+      runMode === 'worker'
+        ? 'a worker consumes jobs that API processes enqueue'
+        : 'an API process only enqueues jobs for worker processes';
+    if (url === undefined) {
+      problems.push(
+        `RUN_MODE=${runMode} needs REDIS_URL: ${role}, so they must share a queue on Redis (without Redis, use RUN_MODE=all)`,
+      );
+    }
+    if (database.kind === 'pglite') {
+      problems.push(
+        `RUN_MODE=${runMode} needs PostgreSQL (POSTGRES_*): ${role}, and the embedded PGlite database can be opened by one process only`,
+      );
+    }
+  }
+  const prefix = env.QUEUE_PREFIX?.trim() || 'bull';
+  if (!QUEUE_PREFIX.test(prefix)) {
+    problems.push(
+      'QUEUE_PREFIX must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit',
+    );
+  }
+  return {
+    redis: url === undefined ? undefined : { url },
+    runMode: runMode ?? 'all',
+    queue: {
+      prefix,
+      concurrency: int('WORKER_CONCURRENCY', 10, 1, 1000),
+      lockMs: int('QUEUE_LOCK_MS', 30_000, 1000, 600_000),
+      stopGraceMs: int('WORKER_STOP_GRACE_MS', 5000, 0, 600_000),
+    },
   };
 }
 

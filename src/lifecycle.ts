@@ -17,3 +17,38 @@ export interface Component {
   stop(): Promise<void>;
   health(): Promise<ComponentHealth>;
 }
+
+/**
+ * Starts `components` in order (each may use those before it). When one fails, those
+ * already started are stopped in reverse before the error is rethrown, so a failed start
+ * leaves no connection or timer behind.
+ */
+export async function startComponents(components: readonly Component[]): Promise<void> {
+  const started: Component[] = [];
+  try {
+    for (const component of components) {
+      await component.start();
+      started.push(component);
+    }
+  } catch (error) {
+    await stopComponents(started, () => {});
+    throw error;
+  }
+}
+
+/**
+ * Stops `components` in reverse order, each one even when an earlier one failed to stop:
+ * a shutdown must release everything it can. `onError` hears each failure.
+ */
+export async function stopComponents(
+  components: readonly Component[],
+  onError: (component: Component, error: unknown) => void,
+): Promise<void> {
+  for (const component of [...components].reverse()) {
+    try {
+      await component.stop();
+    } catch (error) {
+      onError(component, error);
+    }
+  }
+}

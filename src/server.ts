@@ -1,5 +1,5 @@
 import { buildApp } from './app.ts';
-import { boot } from './boot.ts';
+import { boot, startServices } from './boot.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DirectoryLockedError } from './db/lock.ts';
 
@@ -26,18 +26,22 @@ async function main(): Promise<void> {
     );
   }
 
+  let stopServices: (() => Promise<void>) | undefined;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    // Running jobs get the grace period, then a little time to hand themselves back.
+    const limitMs = config.queue.stopGraceMs + 10_000;
     const force = setTimeout(() => {
-      app.log.error('shutdown took longer than 10 s; exiting');
+      app.log.error(`shutdown took longer than ${limitMs / 1000} s; exiting`);
       process.exit(1);
-    }, 10_000);
+    }, limitMs);
     force.unref();
     try {
       await app.close();
+      await stopServices?.();
       await database.close();
       app.log.info('stopped');
     } catch (error) {
@@ -49,11 +53,13 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void stop('SIGINT'));
 
   try {
+    stopServices = await startServices(services);
     const address = await app.listen({ host: config.host, port: config.port });
     const port = app.server.address();
     const reachable = typeof port === 'object' && port ? `http://127.0.0.1:${port.port}` : address;
     database.lock?.update({ url: reachable });
   } catch (error) {
+    await stopServices?.();
     await database.close();
     throw error;
   }

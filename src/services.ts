@@ -4,7 +4,14 @@ import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { createLocalEventHub, type EventHub } from './events/event-hub.ts';
+import { createRedisEventHub } from './events/redis-event-hub.ts';
+import { createBullmqQueue } from './jobs/bullmq-queue.ts';
+import { bindJob, type RegisteredJob } from './jobs/job.ts';
+import { createLocalQueue } from './jobs/local-queue.ts';
 import type { AddressPolicy } from './lib/net/address-guard.ts';
+import { createRedisConnection } from './lib/redis/redis-connection.ts';
+import type { Component } from './lifecycle.ts';
+import { createLogger, type Logger } from './logger.ts';
 import { createActivityService } from './modules/activity/activity.service.ts';
 import { createMemoryTicketStore, type TicketStore } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
@@ -18,6 +25,7 @@ import { createModelGateway } from './modules/providers/ai-gateway.ts';
 import { createProvidersService } from './modules/providers/providers.service.ts';
 import { createRunEngine } from './modules/runs/run-engine.ts';
 import { createRunLog } from './modules/runs/run-log.ts';
+import { createRunRecovery, executeRunJob, RUN_EXECUTE } from './modules/runs/runs.jobs.ts';
 import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
@@ -35,6 +43,8 @@ export interface ServiceOptions {
    * API processes share one (`createRedisTicketStore`), so any of them can redeem a ticket.
    */
   tickets?: TicketStore;
+  /** Where the long-lived parts (Redis, the queue, jobs) log; a new logger at `LOG_LEVEL` by default. */
+  log?: Logger;
 }
 
 /** Everything the HTTP layer and the commands use, wired in dependency order. */
@@ -51,7 +61,15 @@ export async function createServices(config: Config, database: Database, options
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
   const settings = createSettingsService(db);
-  const eventHub = options.eventHub ?? createLocalEventHub();
+  const log = options.log ?? createLogger(config.logLevel);
+  // Jobs and events: on Redis when REDIS_URL is set (any number of processes), else in-process.
+  const redis = config.redis ? createRedisConnection({ url: config.redis.url, log }) : undefined;
+  const { prefix, lockMs, stopGraceMs } = config.queue;
+  const eventHub =
+    options.eventHub ?? (redis ? createRedisEventHub({ redis, prefix, log }) : createLocalEventHub());
+  const queue = redis
+    ? createBullmqQueue({ redis, log, prefix, lockMs, stopGraceMs })
+    : createLocalQueue({ log, stopGraceMs });
   const activity = createActivityService(db, {
     hub: eventHub,
     tickets: options.tickets ?? createMemoryTicketStore(),
@@ -95,16 +113,34 @@ export async function createServices(config: Config, database: Database, options
     commit,
     workflows,
     hub: eventHub,
-    enqueue: async (id) => {
-      setImmediate(
-        () => void engine.execute(id, new AbortController().signal).catch((e) => console.error(e)),
-      );
-    },
-    onEnqueueError: () => {},
+    enqueue: (runId, jobId) => queue.enqueue(RUN_EXECUTE, { run_id: runId }, { jobId }),
+    onEnqueueError: (error, runId) =>
+      log.warn(
+        { err: error, run_id: runId },
+        'the queue did not take the run; the recovery sweep hands it over',
+      ),
   });
+  // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
+  // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.
+  const jobs: RegisteredJob[] = [bindJob(executeRunJob, { engine })];
+  // Started in this order, stopped in reverse. The queue comes last so it stops first: its
+  // running jobs use everything before it (the model gateway's stop aborts calls still open).
+  // A hub given by the caller is the caller's to start and stop.
+  const components: Component[] = [
+    ...(redis ? [redis] : []),
+    ...(options.eventHub ? [] : [eventHub]),
+    modelGateway,
+    queue,
+    // Consumers sweep for runs a lost enqueue or a dead worker left behind.
+    ...(config.runMode === 'api' ? [] : [createRunRecovery({ runs, queue, log })]),
+  ];
 
   return {
     config,
+    log,
+    queue,
+    jobs,
+    components,
     keySource,
     vaultKeys,
     database,
@@ -134,6 +170,8 @@ export async function createServices(config: Config, database: Database, options
       pingDatabase: database.ping,
       databaseKind: database.kind,
       startedAt: new Date(),
+      // Reported under their names: Redis and the model providers fill the spec's rows.
+      components: [...(redis ? [redis] : []), modelGateway],
     }),
   };
 }

@@ -65,6 +65,11 @@ const rules: Rule[] = [
     why: 'db/, lib/, config and errors import nothing from modules/ or http/',
   },
   {
+    applies: (f) => f.startsWith('jobs/') || f.startsWith('events/'),
+    forbids: (t) => t.startsWith('modules/') || t.startsWith('http/') || t.startsWith('db/'),
+    why: 'jobs/ and events/ are infrastructure: no module, no HTTP, no database (modules bring their jobs)',
+  },
+  {
     applies: (f) => f.startsWith('http/'),
     forbids: (t) => t.startsWith('modules/') || t.startsWith('db/'),
     why: 'http/ is Fastify glue: no modules, no database',

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Component } from '../../src/lifecycle.ts';
+import { createSystemService } from '../../src/modules/system/system.service.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
+import { redisUrl } from '../helpers/test-redis.ts';
 
 let t: TestApp;
 
@@ -24,7 +27,8 @@ describe('health', () => {
     expect(report.components.map((c: { name: string; status: string }) => [c.name, c.status])).toEqual([
       ['API', 'up'],
       ['Database', 'up'],
-      ['Redis', 'not_configured'],
+      // Redis is a row of its own once REDIS_URL is set (CI's second pass): its PING answers.
+      ['Redis', redisUrl ? 'up' : 'not_configured'],
       ['Vector Search', 'not_configured'],
       ['LLM Providers', 'not_configured'],
     ]);
@@ -43,7 +47,6 @@ describe('health', () => {
   });
 
   it('reports Down with 503 when the database does not answer', async () => {
-    const { createSystemService } = await import('../../src/modules/system/system.service.ts');
     const system = createSystemService({
       pingDatabase: () => Promise.reject(new Error('connection refused')),
       databaseKind: 'postgres',
@@ -52,6 +55,67 @@ describe('health', () => {
     const report = await system.health();
     expect(report.status).toBe('Down');
     expect(report.components[1]).toMatchObject({ name: 'Database', status: 'down', detail: 'query failed' });
+  });
+
+  it('builds the component rows from the components themselves: any one down is Degraded', async () => {
+    const component = (name: string, health: Component['health']): Component => ({
+      name,
+      start: async () => {},
+      stop: async () => {},
+      health,
+    });
+    const report = async (components: Component[]) =>
+      createSystemService({
+        pingDatabase: async () => {},
+        databaseKind: 'postgres',
+        startedAt: new Date(),
+        components,
+      }).health();
+
+    const up = await report([
+      component('LLM Providers', async () => ({
+        name: 'model gateway',
+        status: 'up',
+        detail: '2 configured',
+      })),
+      component('Redis', async () => ({ name: 'Redis', status: 'up', latency_ms: 0.4 })),
+    ]);
+    expect(up.status).toBe('Operational');
+    // The spec's rows in the spec's order, each under its row name, whatever the component calls itself.
+    expect(up.components).toEqual([
+      { name: 'API', status: 'up' },
+      expect.objectContaining({ name: 'Database', status: 'up' }),
+      { name: 'Redis', status: 'up', latency_ms: 0.4 },
+      { name: 'Vector Search', status: 'not_configured' },
+      { name: 'LLM Providers', status: 'up', detail: '2 configured' },
+    ]);
+
+    const redisDown = await report([
+      component('Redis', async () => ({
+        name: 'Redis',
+        status: 'down',
+        detail: 'not connected (reconnecting)',
+      })),
+    ]);
+    expect(redisDown.status).toBe('Degraded');
+    expect(redisDown.components[2]).toEqual({
+      name: 'Redis',
+      status: 'down',
+      detail: 'not connected (reconnecting)',
+    });
+
+    // A health check that throws is a down component, never a failed report; others follow the spec's rows.
+    const broken = await report([
+      component('Search index', async () => {
+        throw new Error('boom');
+      }),
+    ]);
+    expect(broken.status).toBe('Degraded');
+    expect(broken.components.at(-1)).toEqual({
+      name: 'Search index',
+      status: 'down',
+      detail: 'health check failed',
+    });
   });
 });
 

@@ -6,18 +6,23 @@ import { Writable } from 'node:stream';
 import type { SQL } from 'drizzle-orm';
 import pg from 'pg';
 import { type App, buildApp } from '../../src/app.ts';
-import { boot } from '../../src/boot.ts';
+import { boot, startServices } from '../../src/boot.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { Database } from '../../src/db/client.ts';
+import { createLogger } from '../../src/logger.ts';
 import { DEV_USER_ID, readDevIdentity } from '../../src/modules/identity/dev-identity.ts';
 import { mintDevToken } from '../../src/modules/identity/dev-issuer.ts';
 import type { Services } from '../../src/services.ts';
 import { type Actor, type CallOptions, callApi, type Method } from './api-client.ts';
+import { testRedisEnv } from './test-redis.ts';
 
 /** True when the suite runs against a real PostgreSQL server (CI's second pass). */
 export const onPostgres = Boolean(process.env.POSTGRES_HOST);
 
-/** A throwaway database: a PGlite directory, or a fresh database on the PostgreSQL server. */
+/**
+ * A throwaway database (a PGlite directory, or a fresh database on the PostgreSQL server) and,
+ * when REDIS_URL is set, a Redis key prefix of its own (`QUEUE_PREFIX`) removed with it.
+ */
 export interface TestDatabaseEnv {
   env: NodeJS.ProcessEnv;
   dataDir: string;
@@ -35,12 +40,16 @@ const adminConfig = () => ({
 /** Makes the environment of one isolated test database. */
 export async function createTestDatabaseEnv(): Promise<TestDatabaseEnv> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-platform-test-'));
-  const base: NodeJS.ProcessEnv = { NODE_ENV: 'test', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  const redis = testRedisEnv();
+  const base: NodeJS.ProcessEnv = { NODE_ENV: 'test', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...redis.env };
   if (!onPostgres) {
     return {
       env: { ...base, POSTGRES_HOST: '', POSTGRES_DB: '', POSTGRES_USER: '', POSTGRES_PASSWORD: '' },
       dataDir,
-      drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }),
+      drop: async () => {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+        await redis.drop();
+      },
     };
   }
   const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -64,6 +73,7 @@ export async function createTestDatabaseEnv(): Promise<TestDatabaseEnv> {
       await client.query(`drop database if exists ${name} with (force)`);
       await client.end();
       fs.rmSync(dataDir, { recursive: true, force: true });
+      await redis.drop();
     },
   };
 }
@@ -101,15 +111,15 @@ export interface TestApp {
 }
 
 /**
- * Boots the real service (migrations, services, Fastify) on a throwaway database in
- * development-auth mode. One per test file; tests isolate themselves by workspace.
+ * Boots the real service (migrations, services, its components and job consumers, Fastify)
+ * on a throwaway database in development-auth mode, as the server does. One per test file;
+ * tests isolate themselves by workspace.
  */
 export async function createTestApp(
   options: { env?: NodeJS.ProcessEnv; reuse?: TestDatabaseEnv } = {},
 ): Promise<TestApp> {
   const dbEnv = options.reuse ?? (await createTestDatabaseEnv());
   const config = loadConfig({ ...dbEnv.env, ...options.env });
-  const { database, services } = await boot(config);
   let text = '';
   const logs: Record<string, unknown>[] = [];
   const logStream = new Writable({
@@ -119,6 +129,8 @@ export async function createTestApp(
       done();
     },
   });
+  const { database, services } = await boot(config, { log: createLogger(config.logLevel, logStream) });
+  const stopServices = await startServices(services);
   const app = await buildApp(services, { logStream });
   await app.ready();
 
@@ -169,6 +181,7 @@ export async function createTestApp(
     },
     async close({ keep = false } = {}) {
       await app.close();
+      await stopServices();
       await database.close();
       if (!keep) await dbEnv.drop();
     },

@@ -396,13 +396,12 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
      */
     health: () => {
       if (!cachedHealth || now() - cachedHealth.at > HEALTH_CACHE_MS) {
-        const value = probe().catch(
-          (): ComponentHealth => ({
-            name: COMPONENT,
-            status: 'down',
-            detail: 'the provider settings could not be read',
-          }),
-        );
+        // A failed read of the settings is the database's outage, not the providers' state:
+        // it is not kept, so the row recovers with the database instead of a minute later.
+        const value = probe().catch((): ComponentHealth => {
+          cachedHealth = undefined;
+          return { name: COMPONENT, status: 'down', detail: 'the provider settings could not be read' };
+        });
         cachedHealth = { at: now(), value };
       }
       return cachedHealth.value;

@@ -205,6 +205,30 @@ describe('health', () => {
   });
 });
 
+describe('health after a database outage', () => {
+  it('does not keep a failed read of the provider settings: the next check reads them again', async () => {
+    let fail = true;
+    const flaky: typeof settings = {
+      ...settings,
+      valuesAcrossWorkspaces: (...args) =>
+        fail ? Promise.reject(new Error('connection refused')) : settings.valuesAcrossWorkspaces(...args),
+    };
+    const watcher = createModelGateway({
+      settings: flaky,
+      credentials,
+      tools,
+      addressPolicy: policyOf(true),
+      now: () => 0,
+    });
+    expect(await watcher.health()).toMatchObject({
+      status: 'down',
+      detail: 'the provider settings could not be read',
+    });
+    fail = false;
+    expect((await watcher.health()).detail).not.toBe('the provider settings could not be read');
+  });
+});
+
 describe('streaming', () => {
   it('streams an OpenAI-compatible answer with the provider’s usage, the workspace’s price and the vault’s key', async () => {
     const owner = await configured();
