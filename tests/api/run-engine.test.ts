@@ -1,8 +1,11 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
 import { buildAgent, buildWorkflow } from '../helpers/factories.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
+import { parseEventStream } from '../helpers/sse.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /**
@@ -215,5 +218,45 @@ describe('recovery', () => {
     expect(positions).toEqual([0, 1, 2]);
     // Step 0 ran once; step 1 twice (the interrupted attempt and the one after recovery).
     expect(run.steps.filter((s: Run) => s.position === 0)).toHaveLength(1);
+  });
+});
+
+describe('tools in a run', () => {
+  it('records the tool call with its input and output in the step, the run and its events', async () => {
+    const target = http.createServer((request, response) => {
+      response.setHeader('content-type', 'application/json');
+      response.end(JSON.stringify({ path: request.url, weather: 'sunny' }));
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/forecast`;
+    try {
+      llm.reply(
+        {
+          type: 'tool_calls',
+          calls: [{ id: 'call-1', name: 'http_request', input: { method: 'GET', url } }],
+        },
+        { type: 'text', text: 'It will be sunny.' },
+      );
+      const agent = await buildAgent(t, alice, {
+        name: 'Forecaster',
+        model: null,
+        tools: [{ name: 'http_request' }],
+      });
+      const workflow = await buildWorkflow(t, alice, { goal: 'Tell the weather', agents: [agent.id] });
+      const runId = (await t.call(alice, 'POST', `/api/workflows/${workflow.id}/run`, {})).json().id;
+      const run = await waitFor(runId, finished);
+      expect(run, `${run.error} ${JSON.stringify(run.steps.map((x: Run) => x.error))}`).toMatchObject({
+        status: 'Completed',
+        output: 'It will be sunny.',
+        tools_used: ['http_request'],
+      });
+      const [call] = run.steps[0].tool_calls;
+      expect(call).toMatchObject({ id: 'call-1', name: 'http_request', input: { method: 'GET', url } });
+      expect(JSON.stringify(call.output)).toContain('sunny');
+      const events = parseEventStream((await t.call(alice, 'GET', `/api/runs/${runId}/events`)).body);
+      expect(events.find((e) => e.event === 'tool_call')?.data).toMatchObject({ name: 'http_request' });
+    } finally {
+      await new Promise((resolve) => target.close(resolve));
+    }
   });
 });

@@ -208,7 +208,10 @@ export function createRunsRepository(db: Db) {
         ...(step.tools.length === 0
           ? {}
           : {
-              tools_used: sql`array(select distinct unnest(${runs.tools_used} || ${step.tools}::text[]) order by 1)`,
+              tools_used: sql`array(select distinct unnest(${runs.tools_used} || array[${sql.join(
+                step.tools.map((tool) => sql`${tool}::text`),
+                sql`, `,
+              )}]) order by 1)`,
             }),
       });
     },
