@@ -113,6 +113,7 @@ export async function createServices(config: Config, database: Database, options
     db,
     commit,
     agents,
+    workflows,
     models: modelGateway,
     hub: eventHub,
     owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,

@@ -88,6 +88,9 @@ describe('running a workflow', () => {
 
     const agent = await t.call(alice, 'GET', `/api/agents/${researcher.id}`);
     expect(agent.json().status).toBe('Idle');
+    // The workflow shows its latest run's status.
+    const shown = await t.call(alice, 'GET', `/api/workflows/${workflow.id}`);
+    expect(shown.json().status).toBe('Completed');
   });
 
   it('names every missing goal input in one 400', async () => {

@@ -6,7 +6,10 @@ import type { ToolRef } from './agents.ts';
 import { createdAt, updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
-/** Workflow states: the spec's run states plus Draft, the state of a workflow never run. */
+/**
+ * Workflow states: Draft, the state of a workflow never run, then the status of its latest
+ * run's latest transition (docs/runs.md).
+ */
 export const WorkflowStatusSchema = StringEnum([
   'Draft',
   'Queued',
@@ -14,6 +17,7 @@ export const WorkflowStatusSchema = StringEnum([
   'Paused',
   'Completed',
   'Failed',
+  'Cancelled',
 ] as const);
 export type WorkflowStatus = Static<typeof WorkflowStatusSchema>;
 

@@ -5,6 +5,7 @@ import type { Db } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
 import type { ModelEvent, ModelGateway, ModelRequest } from '../providers/providers.service.ts';
+import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import type { CommitRunChange } from './run-log.ts';
 import { retryDelayMs } from './run-state.ts';
 import { createRunsRepository, type RunRow } from './runs.repository.ts';
@@ -13,6 +14,7 @@ export interface RunEngineDependencies {
   db: Db;
   commit: CommitRunChange;
   agents: Pick<AgentsService, 'findMany' | 'setStatus'>;
+  workflows: Pick<WorkflowsService, 'setStatus'>;
   models: Pick<ModelGateway, 'stream'>;
   hub: Pick<EventHub, 'subscribe'>;
   /** Names this process's claims (`lease_owner` is it plus a suffix per execution). */
@@ -95,6 +97,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
       if (deadline <= 0) interrupt('timeout');
       controller.signal.throwIfAborted();
       await begin(run);
+      await showWorkflow(run, 'Running');
       const output = await executeSteps(run, controller.signal);
       await finish(run, { status: 'Completed', output });
     } catch (error) {
@@ -382,6 +385,12 @@ export function createRunEngine(deps: RunEngineDependencies) {
     }
   }
 
+  /** The workflow shows its latest run's status; like the agent's, a hint written after the commit. */
+  async function showWorkflow(run: RunRow, status: RunRow['status']): Promise<void> {
+    if (run.workflow_id)
+      await deps.workflows.setStatus(run.workspace_id, run.workflow_id, status).catch(() => {});
+  }
+
   /** The agent's shown status is a hint, not the truth: failing to write it never fails the step. */
   async function showAgent(run: RunRow, agent: AgentRow, status: AgentRow['status']): Promise<void> {
     await deps.agents.setStatus(run.workspace_id, agent.id, status).catch(() => {});
@@ -430,6 +439,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
         data: { workflow_id: run.workflow_id, duration_ms: row.duration_ms, cost: row.cost },
       });
     });
+    await showWorkflow(run, end.status);
   }
 
   /** After an interruption or a failure: the status the run ends in, or hands back. */
@@ -465,6 +475,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
             data: { workflow_id: run.workflow_id },
           });
         });
+        await showWorkflow(run, 'Paused');
         return;
       case 'shutdown':
         // The process is stopping: hand the run back at once rather than after the lease.

@@ -17,7 +17,7 @@ export interface StartRunInput {
 export interface RunsDependencies {
   db: Db;
   commit: CommitRunChange;
-  workflows: Pick<WorkflowsService, 'get'>;
+  workflows: Pick<WorkflowsService, 'get' | 'setStatus'>;
   hub: Pick<EventHub, 'publish' | 'subscribe'>;
   /**
    * Hands a run to the queue after its row is committed. `jobId` is stable for one
@@ -114,6 +114,11 @@ export function createRunsService(deps: RunsDependencies) {
       return updated;
     });
     if (!changed) throw notFound('run', id);
+    if (changed.workflow_id && changed.status !== 'Running') {
+      await deps.workflows
+        .setStatus(changed.workspace_id, changed.workflow_id, changed.status)
+        .catch(() => {}); // the workflow's status is a hint; the run is the truth
+    }
     return changed;
   }
 
@@ -171,6 +176,7 @@ export function createRunsService(deps: RunsDependencies) {
         if (!existing) throw new Error('idempotent run insert found no run');
         return { run: sameRequest(existing, workflowId, inputs, context), replayed: true };
       }
+      await deps.workflows.setStatus(caller.workspaceId, workflow.id, 'Queued').catch(() => {});
       await handToQueue(inserted);
       return { run: inserted, replayed: false };
     },

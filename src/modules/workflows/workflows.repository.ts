@@ -1,4 +1,4 @@
-import { and, count, desc, eq, getTableColumns, ilike, or, sql } from 'drizzle-orm';
+import { and, count, desc, eq, getTableColumns, ilike, ne, or, sql } from 'drizzle-orm';
 import { likePattern, PreparedVariants, paginate, totalCount, variantKey } from '../../db/queries.ts';
 import { type WorkflowStatus, workflows } from '../../db/schema/workflows.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -102,6 +102,14 @@ export function createWorkflowsRepository(db: Db) {
     },
 
     /** Takes an agent out of every workflow of the workspace that lists it. */
+    /** Sets the status only when it differs, so an unchanged status takes no row lock. */
+    async setStatus(workspaceId: string, id: string, status: WorkflowStatus): Promise<void> {
+      await db
+        .update(workflows)
+        .set({ status })
+        .where(and(byId(workspaceId, id), ne(workflows.status, status)));
+    },
+
     async removeAgent(workspaceId: string, agentId: string): Promise<void> {
       await db
         .update(workflows)

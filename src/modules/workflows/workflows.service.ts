@@ -98,6 +98,14 @@ export function createWorkflowsService(db: Db, deps: WorkflowsDependencies) {
       if (!(await repo.delete(caller.workspaceId, id))) throw notFound('workflow', id);
     },
 
+    /**
+     * For runs, after a run's change commits: the workflow shows its latest run's status. Its
+     * own statement, none when unchanged, so concurrent runs never queue on the workflow row
+     * inside their transactions (with several at once, the latest change decides).
+     */
+    setStatus: (workspaceId: string, id: string, status: WorkflowRow['status']) =>
+      repo.setStatus(workspaceId, id, status),
+
     /** For agents, inside their delete transaction: the agent leaves every workflow. */
     removeAgent: (tx: Db, workspaceId: string, agentId: string) =>
       createWorkflowsRepository(tx).removeAgent(workspaceId, agentId),
