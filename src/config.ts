@@ -45,6 +45,11 @@ export interface QueueConfig {
   lockMs: number;
   /** On shutdown, how long running jobs may finish before their signal is aborted and they are handed back. */
   stopGraceMs: number;
+  /**
+   * How long a worker's claim on a run lasts without renewal (renewed every third of it): a
+   * run whose worker died is taken over by another once it runs out (`RUN_LEASE_MS`, 15 s).
+   */
+  runLeaseMs: number;
 }
 
 export interface Config {
@@ -235,6 +240,7 @@ function readJobs(
       concurrency: int('WORKER_CONCURRENCY', 10, 1, 1000),
       lockMs: int('QUEUE_LOCK_MS', 30_000, 1000, 600_000),
       stopGraceMs: int('WORKER_STOP_GRACE_MS', 5000, 0, 600_000),
+      runLeaseMs: int('RUN_LEASE_MS', 15_000, 1000, 600_000),
     },
   };
 }

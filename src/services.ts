@@ -6,7 +6,7 @@ import type { Database } from './db/client.ts';
 import { createLocalEventHub, type EventHub } from './events/event-hub.ts';
 import { createRedisEventHub } from './events/redis-event-hub.ts';
 import { createBullmqQueue } from './jobs/bullmq-queue.ts';
-import type { RegisteredJob } from './jobs/job.ts';
+import { bindJob, type RegisteredJob } from './jobs/job.ts';
 import { createLocalQueue } from './jobs/local-queue.ts';
 import type { AddressPolicy } from './lib/net/address-guard.ts';
 import { createRedisConnection } from './lib/redis/redis-connection.ts';
@@ -25,6 +25,7 @@ import { createModelGateway } from './modules/providers/ai-gateway.ts';
 import { createProvidersService } from './modules/providers/providers.service.ts';
 import { createRunEngine } from './modules/runs/run-engine.ts';
 import { createRunLog } from './modules/runs/run-log.ts';
+import { createRunRecovery, executeRunJob, RUN_EXECUTE } from './modules/runs/runs.jobs.ts';
 import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
@@ -106,22 +107,23 @@ export async function createServices(config: Config, database: Database, options
     models: modelGateway,
     hub: eventHub,
     owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    leaseMs: config.queue.runLeaseMs,
   });
   const runs = createRunsService({
     db,
     commit,
     workflows,
     hub: eventHub,
-    enqueue: async (id) => {
-      setImmediate(
-        () => void engine.execute(id, new AbortController().signal).catch((e) => console.error(e)),
-      );
-    },
-    onEnqueueError: () => {},
+    enqueue: (runId, jobId) => queue.enqueue(RUN_EXECUTE, { run_id: runId }, { jobId }),
+    onEnqueueError: (error, runId) =>
+      log.warn(
+        { err: error, run_id: runId },
+        'the queue did not take the run; the recovery sweep hands it over',
+      ),
   });
   // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
   // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.
-  const jobs: RegisteredJob[] = [];
+  const jobs: RegisteredJob[] = [bindJob(executeRunJob, { engine })];
   // Started in this order, stopped in reverse. The queue comes last so it stops first: its
   // running jobs use everything before it (the model gateway's stop aborts calls still open).
   // A hub given by the caller is the caller's to start and stop.
@@ -130,6 +132,8 @@ export async function createServices(config: Config, database: Database, options
     ...(options.eventHub ? [] : [eventHub]),
     modelGateway,
     queue,
+    // Consumers sweep for runs a lost enqueue or a dead worker left behind.
+    ...(config.runMode === 'api' ? [] : [createRunRecovery({ runs, queue, log })]),
   ];
 
   return {

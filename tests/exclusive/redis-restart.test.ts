@@ -25,6 +25,8 @@ import { createRedisEventHub } from '../../src/events/redis-event-hub.ts';
 import { createBullmqQueue } from '../../src/jobs/bullmq-queue.ts';
 import { type JobQueue, QueueUnavailableError } from '../../src/jobs/queue.ts';
 import { createRedisConnection, type RedisConnection } from '../../src/lib/redis/redis-connection.ts';
+import { buildAgent, buildWorkflow } from '../helpers/factories.ts';
+import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
 import { killSpawned, startQueueWorker, until, workerRecords } from '../helpers/queue-workers.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 import { captureLog } from '../helpers/test-log.ts';
@@ -63,6 +65,7 @@ describe.runIf(redisUrl)('a Redis restart', () => {
   let redis: RedisConnection;
   let producer: JobQueue;
   let hub: EventHub;
+  let llm: LlmServer;
 
   beforeAll(async () => {
     // This test restarts the Redis it is given; only the machine's own can be restarted from here.
@@ -72,7 +75,8 @@ describe.runIf(redisUrl)('a Redis restart', () => {
     producer = createBullmqQueue({ redis, log: owner.log, prefix, lockMs: 2000, stopGraceMs: 500 });
     await redis.start();
     await producer.start();
-    t = await createTestApp();
+    t = await createTestApp({ env: { VAULT_ALLOW_LOOPBACK: 'true' } });
+    llm = await startOpenAiServer();
     hub = createRedisEventHub({ redis, prefix: t.config.queue.prefix, log: owner.log });
     await hub.start();
   });
@@ -85,6 +89,7 @@ describe.runIf(redisUrl)('a Redis restart', () => {
     await producer?.stop();
     await redis?.stop();
     await t?.close();
+    await llm?.close();
     await dropRedisPrefix(prefix);
     records.remove();
   });
@@ -103,6 +108,7 @@ describe.runIf(redisUrl)('a Redis restart', () => {
         producer.enqueue('test.record', { n, hold_ms: 0 }, { jobId: `job-${n}` }).catch(() => {});
       }
     });
+    const runsStartedWhileDown: string[] = [];
     const wakeUps: number[] = [];
     app.services.eventHub.subscribe('restart:1', (id) => wakeUps.push(id));
 
@@ -110,6 +116,25 @@ describe.runIf(redisUrl)('a Redis restart', () => {
     await producer.enqueue('test.record', { n: 2, hold_ms: 0 }, { jobId: 'job-2', delayMs: 30_000 });
     await producer.enqueue('test.record', { n: 3, hold_ms: 0 }, { jobId: 'job-3', delayMs: 30_000 });
     await until(() => records.started().includes(`1:${worker.pid}`), 'job 1 to start');
+
+    // A workflow run in flight (its first step answers slowly) while Redis goes away.
+    const alice = await app.newWorkspace('alice');
+    const configured = await app.call(alice, 'PUT', '/api/settings/providers', {
+      providers: [{ id: 'loop', kind: 'openai_compatible', base_url: llm.url, credential_id: null }],
+      default_model: { provider: 'loop', name: 'm' },
+    });
+    expect(configured.statusCode, configured.body).toBe(200);
+    llm.reply({ type: 'text', text: 'slow first step', firstByteDelayMs: 3000 });
+    const runAgents = [
+      await buildAgent(app, alice, { model: null }),
+      await buildAgent(app, alice, { model: null }),
+    ];
+    const runWorkflow = await buildWorkflow(app, alice, {
+      goal: 'Survive',
+      agents: runAgents.map((a) => a.id),
+    });
+    const inFlight = (await app.call(alice, 'POST', `/api/workflows/${runWorkflow.id}/run`, {})).json().id;
+    await llm.waitForModelRequests(1);
 
     const shutdown = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', port, 'shutdown', 'nosave'], {
       encoding: 'utf8',
@@ -133,6 +158,10 @@ describe.runIf(redisUrl)('a Redis restart', () => {
         QueueUnavailableError,
       );
       expect(performance.now() - refusedAt).toBeLessThan(500);
+      // A run started while Redis is away is recorded (202); the sweep hands it over later.
+      const whileDown = await app.call(alice, 'POST', `/api/workflows/${runWorkflow.id}/run`, {});
+      expect(whileDown.statusCode).toBe(202);
+      runsStartedWhileDown.push(whileDown.json().id);
       await sleep(1000);
     } finally {
       startRedis();
@@ -158,6 +187,16 @@ describe.runIf(redisUrl)('a Redis restart', () => {
     // while its first delivery still runs in the worker.
     expect(records.started().filter((entry) => entry.startsWith('1:'))).toHaveLength(2);
     expect(owner.lines.some((l) => String(l.msg).startsWith('Redis came back without the queue'))).toBe(true);
+
+    // Both runs complete: the one in flight and the one recorded while Redis was away.
+    for (const runId of [inFlight, ...runsStartedWhileDown]) {
+      const run = await until(async () => {
+        const body = (await app.call(alice, 'GET', `/api/runs/${runId}`)).json();
+        return ['Completed', 'Failed', 'Cancelled'].includes(body.status) ? body : undefined;
+      }, `run ${runId} to finish`);
+      expect(run.status).toBe('Completed');
+      expect(run.steps.filter((s: { status: string }) => s.status === 'Completed')).toHaveLength(2);
+    }
 
     // Nothing died: the worker process still runs and takes new jobs; the API enqueues again.
     expect(worker.child.exitCode).toBeNull();

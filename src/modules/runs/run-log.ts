@@ -1,5 +1,5 @@
 import type { ActivityKind } from '../../db/schema/activity.ts';
-import { type Db, inTransaction } from '../../db/transaction.ts';
+import { afterCommit, type Db, inTransaction, lockAppendOrder } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import { createRunsRepository } from './runs.repository.ts';
 
@@ -35,35 +35,36 @@ export interface RunLogDependencies {
 
 /**
  * The one way a run changes: `work` runs in a transaction with a log; the events it logged
- * are appended in the same transaction, and readers are woken (hub topics `run:<id>` and
- * `activity:<workspace id>`) only after the commit, so a reader woken up always finds the
- * rows, and a rolled-back change leaves neither rows nor notifications.
+ * are appended last in the same transaction, and readers of `run:<id>` are woken only after
+ * the commit (the activity service does the same for its feed), so a reader woken up always
+ * finds the rows, and a rolled-back change leaves neither rows nor notifications.
  */
 export function createRunLog({ db, hub, activity }: RunLogDependencies) {
   return async function commitRunChange<T>(
     run: { id: string; workspace_id: string },
     work: (tx: Db, log: RunChangeLog) => Promise<T>,
   ): Promise<T> {
-    let eventIds: number[] = [];
-    let activityId: number | undefined;
-    const value = await inTransaction(db, async (tx) => {
+    return inTransaction(db, async (tx) => {
       const events: { type: string; data: Record<string, unknown> }[] = [];
       const log: RunChangeLog = {
         event: (type, data = {}) => {
           events.push({ type, data });
         },
         activity: async (entry) => {
-          activityId = await activity.record(tx, { ...entry, workspaceId: run.workspace_id });
+          await activity.record(tx, { ...entry, workspaceId: run.workspace_id });
         },
       };
       const result = await work(tx, log);
-      eventIds = await createRunsRepository(tx).appendEvents(run.id, run.workspace_id, events);
+      if (events.length > 0) {
+        // The run's log becomes visible in id order, so a stream resuming by id skips nothing.
+        const topic = `run:${run.id}`;
+        await lockAppendOrder(tx, topic);
+        const ids = await createRunsRepository(tx).appendEvents(run.id, run.workspace_id, events);
+        const last = ids.at(-1);
+        if (last !== undefined) afterCommit(tx, () => hub.publish(topic, last));
+      }
       return result;
     });
-    const lastEvent = eventIds.at(-1);
-    if (lastEvent !== undefined) hub.publish(`run:${run.id}`, lastEvent);
-    if (activityId !== undefined) hub.publish(`activity:${run.workspace_id}`, activityId);
-    return value;
   };
 }
 
