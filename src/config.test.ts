@@ -102,7 +102,13 @@ describe('loadConfig', () => {
     const config = loadConfig({});
     expect(config.redis).toBeUndefined();
     expect(config.runMode).toBe('all');
-    expect(config.queue).toEqual({ prefix: 'bull', concurrency: 10, lockMs: 30_000, stopGraceMs: 5000 });
+    expect(config.queue).toEqual({
+      prefix: 'bull',
+      concurrency: 10,
+      lockMs: 30_000,
+      stopGraceMs: 5000,
+      runLeaseMs: 15_000,
+    });
   });
 
   it('takes REDIS_URL, the run mode and the queue settings', () => {
@@ -114,10 +120,17 @@ describe('loadConfig', () => {
       WORKER_CONCURRENCY: '4',
       QUEUE_LOCK_MS: '5000',
       WORKER_STOP_GRACE_MS: '0',
+      RUN_LEASE_MS: '3000',
     });
     expect(config.redis).toEqual({ url: 'redis://:pw@cache:6380/2' });
     expect(config.runMode).toBe('worker');
-    expect(config.queue).toEqual({ prefix: 'staging-1', concurrency: 4, lockMs: 5000, stopGraceMs: 0 });
+    expect(config.queue).toEqual({
+      prefix: 'staging-1',
+      concurrency: 4,
+      lockMs: 5000,
+      stopGraceMs: 0,
+      runLeaseMs: 3000,
+    });
     expect(loadConfig({ REDIS_URL: 'rediss://cache.example.com', RUN_MODE: 'all' }).redis?.url).toBe(
       'rediss://cache.example.com',
     );
