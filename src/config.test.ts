@@ -120,7 +120,7 @@ describe('loadConfig', () => {
       WORKER_CONCURRENCY: '4',
       QUEUE_LOCK_MS: '5000',
       WORKER_STOP_GRACE_MS: '0',
-      RUN_LEASE_MS: '3000',
+      RUN_LEASE_MS: '2000',
     });
     expect(config.redis).toEqual({ url: 'redis://:pw@cache:6380/2' });
     expect(config.runMode).toBe('worker');
@@ -129,7 +129,7 @@ describe('loadConfig', () => {
       concurrency: 4,
       lockMs: 5000,
       stopGraceMs: 0,
-      runLeaseMs: 3000,
+      runLeaseMs: 2000,
     });
     expect(loadConfig({ REDIS_URL: 'rediss://cache.example.com', RUN_MODE: 'all' }).redis?.url).toBe(
       'rediss://cache.example.com',

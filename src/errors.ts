@@ -47,6 +47,7 @@ export const ERROR_CODES = {
   database_unavailable: 503,
   database_busy: 503,
   identity_provider_unavailable: 503,
+  redis_unavailable: 503,
   provider_timeout: 504,
 } as const satisfies Record<string, number>;
 

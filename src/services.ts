@@ -13,7 +13,11 @@ import { createRedisConnection } from './lib/redis/redis-connection.ts';
 import type { Component } from './lifecycle.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createActivityService } from './modules/activity/activity.service.ts';
-import { createMemoryTicketStore, type TicketStore } from './modules/activity/ws-tickets.ts';
+import {
+  createMemoryTicketStore,
+  createRedisTicketStore,
+  type TicketStore,
+} from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
 import { createChatService } from './modules/chat/chat.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
@@ -72,7 +76,12 @@ export async function createServices(config: Config, database: Database, options
     : createLocalQueue({ log, stopGraceMs });
   const activity = createActivityService(db, {
     hub: eventHub,
-    tickets: options.tickets ?? createMemoryTicketStore(),
+    // With Redis, any API process redeems a ticket another issued; `client` fails fast when down.
+    tickets:
+      options.tickets ??
+      (redis
+        ? createRedisTicketStore(redis.client, `${prefix}:agent-platform:ws-ticket:`)
+        : createMemoryTicketStore()),
   });
   const credentials = createCredentialsService({
     db,
@@ -158,7 +167,13 @@ export async function createServices(config: Config, database: Database, options
     settings,
     credentials,
     tools,
-    providers: createProvidersService({ db, settings, credentials, addressPolicy }),
+    providers: createProvidersService({
+      db,
+      settings,
+      credentials,
+      addressPolicy,
+      activity: { record: activity.record },
+    }),
     modelGateway,
     chat: createChatService({ db, gateway: modelGateway, agents }),
     system: createSystemService({

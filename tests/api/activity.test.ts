@@ -98,6 +98,21 @@ describe('GET /api/activity', () => {
     expect(body.items[0].id).toBeGreaterThan(body.items[1].id);
   });
 
+  it('records a change of the provider settings as system.settings_changed', async () => {
+    const alice = await t.newWorkspace();
+    const saved = await t.call(alice, 'PUT', '/api/settings/providers', {
+      fallback: [{ provider: 'local', name: 'echo' }],
+    });
+    expect(saved.statusCode, saved.body).toBe(200);
+    const [event] = (await t.call(alice, 'GET', '/api/activity?subject_type=settings')).json().items;
+    expect(event).toMatchObject({
+      kind: 'system.settings_changed',
+      subject_id: 'providers',
+      actor: alice.userId,
+      data: { namespace: 'providers' },
+    });
+  });
+
   it('pages by cursor: next_cursor as before, or the next link, with the same filters', async () => {
     const alice = await t.newWorkspace();
     for (let i = 0; i < 5; i += 1) await buildAgent(t, alice, { name: `agent ${i}` });
@@ -196,6 +211,29 @@ describe('GET /api/activity/stream (SSE)', () => {
     const listed = (await t.call(alice, 'GET', '/api/activity')).json().items[0];
     expect(created).toEqual({ event: 'agent.created', id: String(listed.id), data: listed });
     expect(listed).toMatchObject({ subject_id: agent.id, message: 'Agent “Researcher” created' });
+    stream.close();
+  });
+
+  it('follows a run live: workflow started, agent started and completed, workflow completed', async () => {
+    const alice = await t.newWorkspace();
+    const agent = await buildAgent(t, alice, { name: 'Echo', model: null });
+    const workflow = await buildWorkflow(t, alice, {
+      name: 'Echo flow',
+      goal: 'Say hello',
+      agents: [agent.id],
+    });
+    const stream = await follow(`/api/activity/stream?after=${await newestId(alice)}`, alice.headers);
+    await stream.next(1);
+    const started = await t.call(alice, 'POST', `/api/workflows/${workflow.id}/run`, {});
+    expect(started.statusCode, started.body).toBe(202);
+    const events = await stream.next(4);
+    expect(events.map((event) => event.event)).toEqual([
+      'workflow.started',
+      'agent.started',
+      'agent.completed',
+      'workflow.completed',
+    ]);
+    expect(events[3]?.data).toMatchObject({ subject_type: 'run', subject_id: started.json().id });
     stream.close();
   });
 

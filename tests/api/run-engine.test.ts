@@ -120,7 +120,7 @@ describe('execution modes', () => {
   });
 
   it('parallel: agents run at once, then a merge step combines their outputs', async () => {
-    llm.fallbackReply = { type: 'text', text: 'part', firstByteDelayMs: 300 };
+    llm.fallbackReply = { type: 'text', text: 'part', firstByteDelayMs: 1500 };
     const { runId } = await startRun(3, { mode: 'parallel' });
     const run = await waitFor(runId, finished);
     expect(run.status).toBe('Completed');

@@ -67,6 +67,10 @@ export interface ReceivedRequest {
   closedEarly: boolean;
   /** Resolves when the client closes the connection before the answer ended. */
   closed: Promise<void>;
+  /** `performance.now()` when the request arrived (before its body was read): for timing benchmarks. */
+  arrivedAt: number;
+  /** `performance.now()` when the answer's first byte (the headers) was written; undefined until then. */
+  firstByteAt?: number;
 }
 
 export interface LlmServer {
@@ -145,6 +149,7 @@ async function startServer(protocol: Protocol): Promise<LlmServer> {
   };
 
   const httpServer = http.createServer(async (req, res) => {
+    const arrivedAt = performance.now();
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
@@ -159,6 +164,7 @@ async function startServer(protocol: Protocol): Promise<LlmServer> {
       closed: new Promise<void>((resolve) => {
         closedResolve = resolve;
       }),
+      arrivedAt,
     };
     res.on('close', () => {
       if (!res.writableFinished) {
@@ -197,6 +203,7 @@ async function startServer(protocol: Protocol): Promise<LlmServer> {
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.flushHeaders();
+    record.firstByteAt = performance.now();
     const events =
       protocol === 'openai' ? openAiEvents(reply, model, sequence) : anthropicEvents(reply, model, sequence);
     const holdOpen = reply.type === 'text' && reply.holdOpen === true;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { redisUrl } from '../../../tests/helpers/test-redis.ts';
 import {
   createMemoryTicketStore,
   createRedisTicketStore,
@@ -81,8 +82,28 @@ describe('memory ticket store, bounded', () => {
   });
 });
 
+describe('redis ticket store, Redis away', () => {
+  it('answers 503 redis_unavailable rather than an internal error', async () => {
+    // A client that fails fast, as the service's is: nothing listens on port 1.
+    const away = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    away.on('error', () => undefined);
+    const store = createRedisTicketStore(away);
+    const { hash } = mintTicket();
+    await expect(store.put(hash, alice, 30_000)).rejects.toMatchObject({
+      status: 503,
+      code: 'redis_unavailable',
+    });
+    await expect(store.take(hash)).rejects.toMatchObject({ status: 503, code: 'redis_unavailable' });
+    away.disconnect();
+  });
+});
+
 // Redis is the store shared by several API processes; it runs where Redis is configured (CI).
-const redisUrl = process.env.REDIS_URL;
 describe.runIf(redisUrl)('redis ticket store', () => {
   const redis = new Redis(redisUrl ?? '', { lazyConnect: true, maxRetriesPerRequest: 1 });
   const prefix = `ws-ticket-test:${randomBytes(4).toString('hex')}:`;

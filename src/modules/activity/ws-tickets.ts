@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { AppError } from '../../errors.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
 
 /**
@@ -65,9 +66,25 @@ export function createMemoryTicketStore(
   };
 }
 
+/** What a request that needed the ticket store gets while Redis cannot be reached. */
+const storeUnavailable = (error: unknown): AppError =>
+  Object.assign(
+    new AppError(
+      503,
+      'redis_unavailable',
+      'the ticket store (Redis) is unavailable; retry shortly',
+      undefined,
+      {
+        'Retry-After': '1',
+      },
+    ),
+    { cause: error },
+  );
+
 /**
  * Tickets in Redis, shared by every API process: `SET ... PX` on issue, `GETDEL` on
- * redemption, so two processes racing for one ticket cannot both get it.
+ * redemption, so two processes racing for one ticket cannot both get it. Give it a client
+ * that fails fast while disconnected: a request then answers 503 `redis_unavailable` at once.
  */
 export function createRedisTicketStore(
   redis: Pick<Redis, 'set' | 'getdel'>,
@@ -75,10 +92,19 @@ export function createRedisTicketStore(
 ): TicketStore {
   return {
     async put(hash, binding, ttlMs) {
-      await redis.set(`${prefix}${hash}`, JSON.stringify(binding), 'PX', ttlMs);
+      try {
+        await redis.set(`${prefix}${hash}`, JSON.stringify(binding), 'PX', ttlMs);
+      } catch (error) {
+        throw storeUnavailable(error);
+      }
     },
     async take(hash) {
-      const stored = await redis.getdel(`${prefix}${hash}`);
+      let stored: string | null;
+      try {
+        stored = await redis.getdel(`${prefix}${hash}`);
+      } catch (error) {
+        throw storeUnavailable(error);
+      }
       if (stored === null) return undefined;
       const binding = JSON.parse(stored) as Partial<TicketBinding>;
       return typeof binding.userId === 'string' && typeof binding.workspaceId === 'string'

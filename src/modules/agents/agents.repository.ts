@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, ilike, inArray, or, sql } from 'drizzle-orm';
+import { and, desc, eq, getTableColumns, ilike, inArray, ne, or, sql } from 'drizzle-orm';
 import {
   likePattern,
   type PageJson,
@@ -93,6 +93,14 @@ export function createAgentsRepository(db: Db) {
         .where(byId(workspaceId, id))
         .returning();
       return row;
+    },
+
+    /** Sets the runtime status only when it differs, so an unchanged status takes no row lock. */
+    async setStatus(workspaceId: string, id: string, status: AgentRow['status']): Promise<void> {
+      await db
+        .update(agents)
+        .set({ status })
+        .where(and(byId(workspaceId, id), ne(agents.status, status)));
     },
 
     /** Deletes the agent; false when the workspace has no such agent. Takes the row lock. */

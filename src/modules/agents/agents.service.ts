@@ -118,10 +118,14 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
       return new Map(rows.map((row) => [row.id, row]));
     },
 
-    /** For runs, inside their step transaction: Idle -> Busy -> Idle, or Error after a failure. */
-    async setStatus(tx: Db, workspaceId: string, id: string, status: AgentRow['status']): Promise<void> {
-      await createAgentsRepository(tx).update(workspaceId, id, { status });
-    },
+    /**
+     * For runs, after a step's commit: Idle -> Busy -> Idle, or Error after a failure. Its own
+     * statement, and none at all when the status is unchanged, so concurrent runs of one agent
+     * never queue on its row inside their step transactions. With several runs of one agent at
+     * once, the latest step to start or end decides what it shows.
+     */
+    setStatus: (workspaceId: string, id: string, status: AgentRow['status']) =>
+      repo.setStatus(workspaceId, id, status),
   };
 }
 

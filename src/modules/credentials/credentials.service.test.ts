@@ -25,7 +25,8 @@ let workspaces: ReturnType<typeof createWorkspacesService>;
 const probed: ConnectionTestRequest[] = [];
 
 beforeAll(async () => {
-  db = await createTestDb();
+  // Concurrent vault work on purpose: the PGlite gate's 300 ms deadline is for HTTP, not this race.
+  db = await createTestDb({ env: { DB_QUEUE_TIMEOUT_MS: '30000' } });
   const { keyring, source } = loadKeyring({
     encryptionKey: randomBytes(32).toString('base64'),
     previousKeys: [],

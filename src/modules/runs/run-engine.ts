@@ -258,7 +258,6 @@ export function createRunEngine(deps: RunEngineDependencies) {
         agent: agent ? { id: agent.id, name: agent.name } : null,
       });
       if (agent) {
-        await deps.agents.setStatus(tx, run.workspace_id, agent.id, 'Busy');
         await log.activity({
           kind: 'agent.started',
           subjectType: 'agent',
@@ -269,6 +268,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
       }
       return row;
     });
+    if (agent) await showAgent(run, agent, 'Busy');
 
     const began = performance.now();
     const toolCalls: ToolCallRecord[] = [];
@@ -331,7 +331,6 @@ export function createRunEngine(deps: RunEngineDependencies) {
           fallbacks: answer.fallbacks,
         });
         if (agent) {
-          await deps.agents.setStatus(tx, run.workspace_id, agent.id, 'Idle');
           await log.activity({
             kind: 'agent.completed',
             subjectType: 'agent',
@@ -341,6 +340,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
           });
         }
       });
+      if (agent) await showAgent(run, agent, 'Idle');
       return { output: answer.text, toolCalls };
     } catch (error) {
       const interrupted = signal.aborted
@@ -365,7 +365,6 @@ export function createRunEngine(deps: RunEngineDependencies) {
             error: message,
           });
           if (agent) {
-            await deps.agents.setStatus(tx, run.workspace_id, agent.id, interrupted ? 'Idle' : 'Error');
             if (!interrupted) {
               await log.activity({
                 kind: 'agent.failed',
@@ -378,8 +377,14 @@ export function createRunEngine(deps: RunEngineDependencies) {
           }
         })
         .catch(() => {}); // recording the failure must not hide it
+      if (agent) await showAgent(run, agent, interrupted ? 'Idle' : 'Error');
       throw interrupted ?? error;
     }
+  }
+
+  /** The agent's shown status is a hint, not the truth: failing to write it never fails the step. */
+  async function showAgent(run: RunRow, agent: AgentRow, status: AgentRow['status']): Promise<void> {
+    await deps.agents.setStatus(run.workspace_id, agent.id, status).catch(() => {});
   }
 
   /** Ends the run in a final status with its totals; only while this worker owns it. */

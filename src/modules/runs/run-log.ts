@@ -23,7 +23,7 @@ export interface ActivityRecorder {
 export interface RunChangeLog {
   /** Appends to the run's event log (what `GET /api/runs/{id}/events` replays). */
   event(type: string, data?: Record<string, unknown>): void;
-  /** Adds an entry to the workspace's activity feed. */
+  /** Adds an entry to the workspace's activity feed (written last in the transaction). */
   activity(entry: Omit<ActivityEntry, 'workspaceId'>): Promise<void>;
 }
 
@@ -46,12 +46,13 @@ export function createRunLog({ db, hub, activity }: RunLogDependencies) {
   ): Promise<T> {
     return inTransaction(db, async (tx) => {
       const events: { type: string; data: Record<string, unknown> }[] = [];
+      const entries: ActivityEntry[] = [];
       const log: RunChangeLog = {
         event: (type, data = {}) => {
           events.push({ type, data });
         },
         activity: async (entry) => {
-          await activity.record(tx, { ...entry, workspaceId: run.workspace_id });
+          entries.push({ ...entry, workspaceId: run.workspace_id });
         },
       };
       const result = await work(tx, log);
@@ -63,6 +64,8 @@ export function createRunLog({ db, hub, activity }: RunLogDependencies) {
         const last = ids.at(-1);
         if (last !== undefined) afterCommit(tx, () => hub.publish(topic, last));
       }
+      // Last: the feed's append lock is workspace-wide, so it is held for the shortest time.
+      for (const entry of entries) await activity.record(tx, entry);
       return result;
     });
   };

@@ -1,0 +1,578 @@
+/**
+ * `npm run bench:runs`: the run engine's throughput and latency and the chat's added time to
+ * first byte, in one unattended run, setups side by side in one markdown table:
+ *
+ * - (a) embedded: PGlite, the in-process queue, RUN_MODE=all, one process;
+ * - (b) PostgreSQL + Redis, an API process (RUN_MODE=api) and one `src/worker.ts` process;
+ * - (c) the same with two worker processes.
+ *
+ * Runs: one-step workflows (one agent) on a loopback OpenAI-compatible model that answers at
+ * once (tests/helpers/llm-servers.ts, in this process). Bounded concurrent posters call
+ * `POST /api/workflows/{id}/run` on the API process's real port and keep the workspace's
+ * unfinished runs (Queued + Running) near a cap above the consumers' concurrency, so workers
+ * are never idle and the queue never grows without bound. After a warm-up, BENCH_SECONDS
+ * (default 30) are measured; the figures come from the database (bench/runs-server.ts):
+ * runs whose finished_at falls in the window per second, and for the runs created in it
+ * `started_at - created_at` (enqueue to start) and `finished_at - created_at` (end to end).
+ *
+ * Chat (setups a and b, whose API process serves chat): the platform's added time to first
+ * byte, that is the client's time from sending `POST /api/chat` to its first `delta` SSE event,
+ * minus the provider's own time to first byte (the loopback server's first byte written minus
+ * its request's arrival), sequential requests; then 200 concurrent streams held open (10 chunks
+ * 200 ms apart), counted completed (a `done` event) or errored.
+ *
+ * PostgreSQL (127.0.0.1:5432 or POSTGRES_*) and Redis (REDIS_URL or 127.0.0.1:6379) are needed
+ * for b and c: their columns are skipped, and said so, when either does not answer. Throwaway
+ * databases, temporary data directories and a QUEUE_PREFIX of its own, all removed at the end.
+ * BENCH_SETUPS (default `embedded,redis1,redis2`), BENCH_SECONDS, BENCH_WARMUP_SECONDS
+ * (default 3), BENCH_POSTERS (default 16), BENCH_CHAT_REQUESTS (default 200),
+ * BENCH_CHAT_STREAMS (default 200) tune it; BENCH_NODE_FLAGS adds Node flags to the spawned
+ * processes (`--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { type LlmServer, startOpenAiServer } from '../tests/helpers/llm-servers.ts';
+import { createBenchPostgres } from './postgres-env.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const nodeFlags = (
+  JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }
+).scripts.start
+  .trim()
+  .split(/\s+/)
+  .slice(1)
+  .filter((arg) => arg.startsWith('-'));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const POSTERS = Number(process.env.BENCH_POSTERS ?? 16);
+const CHAT_REQUESTS = Number(process.env.BENCH_CHAT_REQUESTS ?? 200);
+const CHAT_STREAMS = Number(process.env.BENCH_CHAT_STREAMS ?? 200);
+/** Jobs each consuming process runs at once (the product's default WORKER_CONCURRENCY). */
+const CONCURRENCY = Number(process.env.WORKER_CONCURRENCY ?? 10);
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const QUEUE_PREFIX = `bench-runs-${process.pid}`;
+const setups = (process.env.BENCH_SETUPS ?? 'embedded,redis1,redis2').split(',');
+const loadAverageAtStart = os.loadavg();
+
+interface ApiServer {
+  url: string;
+  token: string;
+  workspace_id: string;
+  child: ChildProcess;
+}
+
+/** Waits for a child to exit, sending SIGTERM first unless it already has. */
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+const children = new Set<ChildProcess>();
+
+function spawnNode(script: string, env: NodeJS.ProcessEnv): ChildProcess {
+  const extraFlags = process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeFlags, ...extraFlags, script], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: 'development',
+      VAULT_ALLOW_LOOPBACK: 'true',
+      WORKER_CONCURRENCY: String(CONCURRENCY),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** Resolves with the first stdout line matching `test`; rejects if the child exits first. */
+function firstLine(child: ChildProcess, test: (line: string) => boolean, what: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    let done = false;
+    child.stdout?.on('data', (chunk) => {
+      if (done) return;
+      buffer += chunk;
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      const line = lines.find(test);
+      if (line !== undefined) {
+        done = true;
+        resolve(line);
+      }
+    });
+    child.once('exit', (code) => {
+      if (!done) reject(new Error(`${what} exited with ${code} before it was ready`));
+    });
+  });
+}
+
+async function startApiServer(env: NodeJS.ProcessEnv): Promise<ApiServer> {
+  const child = spawnNode('bench/runs-server.ts', env);
+  const line = await firstLine(child, (l) => l.startsWith('{"url"'), 'bench/runs-server.ts');
+  // Keep draining stdout so the child never blocks on a full pipe.
+  child.stdout?.resume();
+  return { ...(JSON.parse(line) as Omit<ApiServer, 'child'>), child };
+}
+
+async function startWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = spawnNode('src/worker.ts', { ...env, RUN_MODE: 'worker', LOG_LEVEL: 'info' });
+  await firstLine(child, (l) => l.includes('worker started'), 'src/worker.ts');
+  child.stdout?.resume();
+  return child;
+}
+
+async function call(server: ApiServer, method: string, url: string, body?: unknown): Promise<Response> {
+  return fetch(`${server.url}${url}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${server.token}`,
+      'x-workspace-id': server.workspace_id,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+async function callJson<T>(server: ApiServer, method: string, url: string, body?: unknown): Promise<T> {
+  const response = await call(server, method, url, body);
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${url} answered ${response.status}: ${text}`);
+  return JSON.parse(text) as T;
+}
+
+/** The workspace's default model is the loopback server; one agent on it; a workflow of that agent. */
+async function seed(server: ApiServer, llm: LlmServer): Promise<string> {
+  await callJson(server, 'PUT', '/api/settings/providers', {
+    providers: [{ id: 'loop', kind: 'openai_compatible', base_url: llm.url, credential_id: null }],
+    default_model: { provider: 'loop', name: 'm' },
+  });
+  const agent = await callJson<{ id: string }>(server, 'POST', '/api/agents', {
+    name: 'Bench agent',
+    model: null,
+  });
+  const workflow = await callJson<{ id: string }>(server, 'POST', '/api/workflows', {
+    name: 'Bench workflow',
+    goal: 'Answer at once',
+    agents: [agent.id],
+  });
+  return workflow.id;
+}
+
+interface RunFigures {
+  runsPerSecond: number;
+  startP50: number | null;
+  startP99: number | null;
+  endP50: number | null;
+  endP99: number | null;
+  created: number;
+  failed: number;
+  postErrors: number;
+  notFinished: number;
+  inFlightCap: number;
+  /** GET /bench/unfinished calls made: statements the database served for the bench itself. */
+  polls: number;
+  /** PostgreSQL only: what the database did per run, from its statistics views. */
+  perRun?: { commits: number; rows: string };
+}
+
+/**
+ * Keeps the workspace's unfinished runs near `cap` with POSTERS concurrent posters for the
+ * warm-up plus SECONDS, lets the runs drain, then reads the window's figures.
+ */
+async function loadRuns(server: ApiServer, workflowId: string, consumers: number): Promise<RunFigures> {
+  const cap = Math.ceil(consumers * CONCURRENCY * 1.5);
+  const windowStart = Date.now() + WARMUP_SECONDS * 1000;
+  const windowEnd = windowStart + SECONDS * 1000;
+  let inFlight = 0;
+  let posted = 0;
+  let postErrors = 0;
+  let polling = true;
+  let polls = 0;
+  const poller = (async () => {
+    while (polling) {
+      polls += 1;
+      const postedAtSend = posted;
+      const response = await fetch(`${server.url}/bench/unfinished`);
+      const { unfinished } = (await response.json()) as { unfinished: number };
+      inFlight = unfinished + (posted - postedAtSend);
+      await sleep(10);
+    }
+  })();
+  const poster = async () => {
+    while (Date.now() < windowEnd) {
+      if (inFlight >= cap) {
+        await sleep(1);
+        continue;
+      }
+      inFlight += 1;
+      posted += 1;
+      const response = await call(server, 'POST', `/api/workflows/${workflowId}/run`, {});
+      await response.arrayBuffer();
+      if (response.status !== 202) postErrors += 1;
+    }
+  };
+  await Promise.all(Array.from({ length: POSTERS }, poster));
+  const drainDeadline = Date.now() + 60_000;
+  while (Date.now() < drainDeadline) {
+    polls += 1;
+    const response = await fetch(`${server.url}/bench/unfinished`);
+    if (((await response.json()) as { unfinished: number }).unfinished === 0) break;
+    await sleep(100);
+  }
+  polling = false;
+  await poller;
+  const query = new URLSearchParams({
+    from: new Date(windowStart).toISOString(),
+    to: new Date(windowEnd).toISOString(),
+  });
+  const response = await fetch(`${server.url}/bench/window?${query}`);
+  const window = (await response.json()) as {
+    finished: number;
+    created: number;
+    failed: number;
+    unfinished: number;
+    start_p50: number | null;
+    start_p99: number | null;
+    end_p50: number | null;
+    end_p99: number | null;
+  };
+  return {
+    runsPerSecond: window.finished / SECONDS,
+    startP50: window.start_p50,
+    startP99: window.start_p99,
+    endP50: window.end_p50,
+    endP99: window.end_p99,
+    created: window.created,
+    failed: window.failed,
+    postErrors,
+    notFinished: window.unfinished,
+    inFlightCap: cap,
+    polls,
+  };
+}
+
+/**
+ * What PostgreSQL did per run over the whole load (warm-up included): commits (a statement
+ * outside a transaction counts as one) less the bench's own polls, and rows inserted or
+ * updated per table, from pg_stat_database and pg_stat_user_tables. The statistics are
+ * flushed by the backends about once a second, hence the pause first.
+ */
+async function databaseWorkPerRun(
+  env: NodeJS.ProcessEnv,
+  polls: number,
+): Promise<{ commits: number; rows: string }> {
+  await sleep(2500);
+  const client = new pg.Client({
+    host: env.POSTGRES_HOST,
+    port: Number(env.POSTGRES_PORT),
+    user: env.POSTGRES_USER,
+    password: env.POSTGRES_PASSWORD,
+    database: env.POSTGRES_DB,
+  });
+  await client.connect();
+  try {
+    const runs = Number((await client.query('select count(*) as n from runs')).rows[0].n);
+    const commits = Number(
+      (await client.query('select xact_commit from pg_stat_database where datname = current_database()'))
+        .rows[0].xact_commit,
+    );
+    const tables = await client.query<{ relname: string; ins: string; upd: string }>(
+      'select relname, n_tup_ins as ins, n_tup_upd as upd from pg_stat_user_tables where n_tup_ins + n_tup_upd > 0 order by n_tup_ins + n_tup_upd desc',
+    );
+    const rows = tables.rows
+      .map((t) => ({ name: t.relname, ins: Number(t.ins) / runs, upd: Number(t.upd) / runs }))
+      .filter((t) => t.ins + t.upd >= 0.5)
+      .map((t) => `${t.name} +${t.ins.toFixed(1)}/~${t.upd.toFixed(1)}`)
+      .join(', ');
+    return { commits: (commits - polls) / runs, rows };
+  } finally {
+    await client.end();
+  }
+}
+
+/** Reads an SSE response to its end; the time of the first body byte and of the first `delta`. */
+async function readChat(
+  response: Response,
+  sentAt: number,
+): Promise<{ firstByteMs?: number; firstDeltaMs?: number; done: boolean; error?: string }> {
+  let firstByteMs: number | undefined;
+  let firstDeltaMs: number | undefined;
+  let done = false;
+  let error: string | undefined;
+  const body = response.body as ReadableStream<Uint8Array>;
+  const timed = body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        firstByteMs ??= performance.now() - sentAt;
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  const events = timed.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+  for await (const event of events) {
+    if (event.event === 'delta') firstDeltaMs ??= performance.now() - sentAt;
+    if (event.event === 'done') done = true;
+    if (event.event === 'error') error = event.data;
+  }
+  return { firstByteMs, firstDeltaMs, done, error };
+}
+
+interface ChatFigures {
+  addedP50: number;
+  addedP99: number;
+  clientP50: number;
+  providerP50: number;
+  chatErrors: number;
+  streamsCompleted: number;
+  streamsErrored: number;
+  streamsSeconds: number;
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number;
+};
+
+async function benchChat(server: ApiServer, llm: LlmServer): Promise<ChatFigures> {
+  llm.reset();
+  llm.fallbackReply = { type: 'text', text: ['Hello', ' from', ' the loopback model.'] };
+  const added: number[] = [];
+  const client: number[] = [];
+  const provider: number[] = [];
+  let chatErrors = 0;
+  for (let i = 0; i < CHAT_REQUESTS + 20; i++) {
+    const before = llm.modelRequests().length;
+    const sentAt = performance.now();
+    const response = await call(server, 'POST', '/api/chat', { message: `Question ${i}` });
+    if (response.status !== 200) {
+      chatErrors += 1;
+      await response.arrayBuffer();
+      continue;
+    }
+    const read = await readChat(response, sentAt);
+    const request = llm.modelRequests()[before];
+    if (!read.done || read.firstDeltaMs === undefined || request?.firstByteAt === undefined) {
+      chatErrors += 1;
+      continue;
+    }
+    // The first 20 warm the JIT and the pools.
+    if (i < 20) continue;
+    const providerMs = request.firstByteAt - request.arrivedAt;
+    client.push(read.firstDeltaMs);
+    provider.push(providerMs);
+    added.push(read.firstDeltaMs - providerMs);
+  }
+
+  llm.reset();
+  llm.fallbackReply = {
+    type: 'text',
+    text: Array.from({ length: 10 }, (_, n) => `chunk ${n} `),
+    chunkDelayMs: 200,
+  };
+  const started = performance.now();
+  const outcomes = await Promise.all(
+    Array.from({ length: CHAT_STREAMS }, async (_, n) => {
+      try {
+        const sentAt = performance.now();
+        const response = await call(server, 'POST', '/api/chat', { message: `Stream ${n}` });
+        if (response.status !== 200) {
+          await response.arrayBuffer();
+          return false;
+        }
+        const read = await readChat(response, sentAt);
+        return read.done && read.error === undefined;
+      } catch {
+        return false;
+      }
+    }),
+  );
+  const streamsSeconds = (performance.now() - started) / 1000;
+  const streamsCompleted = outcomes.filter(Boolean).length;
+  return {
+    addedP50: percentile(added, 50),
+    addedP99: percentile(added, 99),
+    clientP50: percentile(client, 50),
+    providerP50: percentile(provider, 50),
+    chatErrors,
+    streamsCompleted,
+    streamsErrored: outcomes.length - streamsCompleted,
+    streamsSeconds,
+  };
+}
+
+interface Column {
+  name: string;
+  runs?: RunFigures;
+  chat?: ChatFigures;
+  skipped?: string;
+}
+
+async function redisReachable(): Promise<boolean> {
+  const redis = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  try {
+    await redis.connect();
+    await redis.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Deletes every Redis key under the bench's own prefix. */
+async function cleanRedis(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function benchEmbedded(llm: LlmServer): Promise<Column> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-runs-pglite-'));
+  let server: ApiServer | undefined;
+  try {
+    server = await startApiServer({ DATA_DIR: dataDir, RUN_MODE: 'all' });
+    const workflowId = await seed(server, llm);
+    llm.reset();
+    llm.fallbackReply = { type: 'text', text: 'done' };
+    const runs = await loadRuns(server, workflowId, 1);
+    const chat = await benchChat(server, llm);
+    return { name: '(a) embedded: PGlite, in-process queue, 1 process', runs, chat };
+  } finally {
+    if (server) await stopChild(server.child);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function benchRedis(llm: LlmServer, workers: number, withChat: boolean): Promise<Column> {
+  const name = `(${workers === 1 ? 'b' : 'c'}) PostgreSQL + Redis, API + ${workers} worker${workers === 1 ? '' : 's'}`;
+  if (!(await redisReachable())) return { name, skipped: `Redis not reachable at ${REDIS_URL}` };
+  const database = await createBenchPostgres(`bench_runs${workers}`);
+  if (!database) return { name, skipped: 'PostgreSQL not reachable' };
+  const prefix = `${QUEUE_PREFIX}-${workers}`;
+  const env = { ...database.env, REDIS_URL, QUEUE_PREFIX: prefix };
+  const started: ChildProcess[] = [];
+  try {
+    const server = await startApiServer({ ...env, RUN_MODE: 'api' });
+    started.push(server.child);
+    for (let i = 0; i < workers; i++) started.push(await startWorker(env));
+    const workflowId = await seed(server, llm);
+    llm.reset();
+    llm.fallbackReply = { type: 'text', text: 'done' };
+    const runs = await loadRuns(server, workflowId, workers);
+    runs.perRun = await databaseWorkPerRun(database.env, runs.polls);
+    const chat = withChat ? await benchChat(server, llm) : undefined;
+    return { name, runs, chat };
+  } finally {
+    await Promise.all(started.reverse().map(stopChild));
+    await database.drop();
+    await cleanRedis(prefix);
+  }
+}
+
+const llm = await startOpenAiServer();
+const columns: Column[] = [];
+try {
+  if (setups.includes('embedded')) columns.push(await benchEmbedded(llm));
+  if (setups.includes('redis1')) columns.push(await benchRedis(llm, 1, true));
+  if (setups.includes('redis2')) columns.push(await benchRedis(llm, 2, false));
+} finally {
+  for (const child of children) child.kill('SIGKILL');
+  await llm.close();
+}
+
+const ms = (value: number | null | undefined) =>
+  value == null
+    ? '–'
+    : value < 10
+      ? `${value.toFixed(2)} ms`
+      : `${Math.round(value).toLocaleString('en-US')} ms`;
+const count = (value: number) => Math.round(value).toLocaleString('en-US');
+const load = (values: number[]) => values.map((value) => value.toFixed(2)).join(', ');
+console.log(
+  `\nnode ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), load average at start ${load(loadAverageAtStart)}, at end ${load(os.loadavg())}; ${SECONDS} s measured after ${WARMUP_SECONDS} s of warm-up, ${POSTERS} posters, WORKER_CONCURRENCY ${CONCURRENCY}\n`,
+);
+for (const column of columns) {
+  if (column.skipped) console.log(`${column.name}: skipped, ${column.skipped}`);
+}
+const shown = columns.filter((column) => !column.skipped);
+type Row = [string, (column: Column) => string, string];
+const rows: Row[] = [
+  [
+    'runs completed per second (finished_at in the window)',
+    (c) => (c.runs ? `**${count(c.runs.runsPerSecond)}**` : '–'),
+    '>= 500 with 2 workers (n8n: ~220 for one instance)',
+  ],
+  [
+    'enqueue to start p50 / p99 (`started_at - created_at`)',
+    (c) => (c.runs ? `${ms(c.runs.startP50)} / ${ms(c.runs.startP99)}` : '–'),
+    'p50 < 5 ms',
+  ],
+  [
+    'end to end p50 / p99 (`finished_at - created_at`)',
+    (c) => (c.runs ? `${ms(c.runs.endP50)} / ${ms(c.runs.endP99)}` : '–'),
+    '',
+  ],
+  [
+    'runs created in the window; failed; unfinished after the drain; POST errors',
+    (c) =>
+      c.runs
+        ? `${count(c.runs.created)}; ${c.runs.failed}; ${c.runs.notFinished}; ${c.runs.postErrors}`
+        : '–',
+    '0 failures',
+  ],
+  [
+    'PostgreSQL per run: commits; rows inserted (+) / updated (~) by table',
+    (c) => (c.runs?.perRun ? `${c.runs.perRun.commits.toFixed(1)}; ${c.runs.perRun.rows}` : '–'),
+    '',
+  ],
+  ['unfinished runs kept near (Queued + Running)', (c) => (c.runs ? String(c.runs.inFlightCap) : '–'), ''],
+  [
+    `chat: added time to first \`delta\` p50 / p99 (${CHAT_REQUESTS} sequential)`,
+    (c) => (c.chat ? `${ms(c.chat.addedP50)} / ${ms(c.chat.addedP99)}` : '–'),
+    'p50 < 5 ms',
+  ],
+  [
+    'chat: client time to first `delta` p50; provider time to first byte p50; errors',
+    (c) => (c.chat ? `${ms(c.chat.clientP50)}; ${ms(c.chat.providerP50)}; ${c.chat.chatErrors}` : '–'),
+    '',
+  ],
+  [
+    `chat: ${CHAT_STREAMS} concurrent streams (10 chunks, 200 ms apart): completed / errored, total time`,
+    (c) =>
+      c.chat
+        ? `${c.chat.streamsCompleted} / ${c.chat.streamsErrored}, ${c.chat.streamsSeconds.toFixed(2)} s`
+        : '–',
+    'no errors',
+  ],
+];
+console.log(`| figure | ${shown.map((column) => column.name).join(' | ')} | target |`);
+console.log(`|---|${shown.map(() => '---:').join('|')}|---|`);
+for (const [label, cell, target] of rows) {
+  console.log(`| ${label} | ${shown.map(cell).join(' | ')} | ${target} |`);
+}
