@@ -112,9 +112,9 @@ describe.runIf(redisUrl)('a Redis restart', () => {
     const wakeUps: number[] = [];
     app.services.eventHub.subscribe('restart:1', (id) => wakeUps.push(id));
 
-    await producer.enqueue('test.record', { n: 1, hold_ms: 4000 }, { jobId: 'job-1' });
-    await producer.enqueue('test.record', { n: 2, hold_ms: 0 }, { jobId: 'job-2', delayMs: 3000 });
-    await producer.enqueue('test.record', { n: 3, hold_ms: 0 }, { jobId: 'job-3', delayMs: 3000 });
+    await producer.enqueue('test.record', { n: 1, hold_ms: 60_000 }, { jobId: 'job-1' });
+    await producer.enqueue('test.record', { n: 2, hold_ms: 0 }, { jobId: 'job-2', delayMs: 30_000 });
+    await producer.enqueue('test.record', { n: 3, hold_ms: 0 }, { jobId: 'job-3', delayMs: 30_000 });
     await until(() => records.started().includes(`1:${worker.pid}`), 'job 1 to start');
 
     // A workflow run in flight (its first step answers slowly) while Redis goes away.
@@ -183,6 +183,9 @@ describe.runIf(redisUrl)('a Redis restart', () => {
     const done = records.doneCounts();
     expect(done[2]).toBe(1);
     expect(done[3]).toBe(1);
+    // Job 1 was running when Redis went: re-enqueued as unfinished, it ran again (at least once),
+    // while its first delivery still runs in the worker.
+    expect(records.started().filter((entry) => entry.startsWith('1:'))).toHaveLength(2);
     expect(owner.lines.some((l) => String(l.msg).startsWith('Redis came back without the queue'))).toBe(true);
 
     // Both runs complete: the one in flight and the one recorded while Redis was away.
