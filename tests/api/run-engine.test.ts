@@ -45,7 +45,7 @@ async function waitFor(runId: string, done: (run: Run) => boolean, timeoutMs = 1
   for (;;) {
     const run = (await t.call(alice, 'GET', `/api/runs/${runId}`)).json();
     if (done(run)) return run;
-    if (Date.now() > until) throw new Error(`run ${runId} is ${run.status}: ${JSON.stringify(run.steps)}`);
+    if (Date.now() > until) throw new Error(`run ${runId} is ${run.status} (${run.failure_reason}: ${run.error}): ${JSON.stringify(run.steps)}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
@@ -191,8 +191,13 @@ describe('timeout and control', () => {
     llm.fallbackReply = { type: 'text', text: 'slow', firstByteDelayMs: 400 };
     // Paused right after the 202, or, if a worker claimed it first, after its first step.
     const { runId } = await startRun(2);
-    await t.call(alice, 'POST', `/api/runs/${runId}/pause`);
-    const paused = await waitFor(runId, (run) => run.status === 'Paused');
+    const pause = await t.call(alice, 'POST', `/api/runs/${runId}/pause`);
+    expect(pause.statusCode, pause.body).toBe(200);
+    const paused = await waitFor(runId, (run) => run.status === 'Paused' || finished(run));
+    if (paused.status !== 'Paused') {
+      const log = await t.call(alice, 'GET', `/api/runs/${runId}/events`);
+      throw new Error(`${pause.body}\n${log.body}`);
+    }
     expect(paused.status).toBe('Paused');
     const cancel = await t.call(alice, 'POST', `/api/runs/${runId}/cancel`);
     expect(cancel.json()).toMatchObject({ status: 'Cancelled', failure_reason: 'cancelled' });

@@ -442,6 +442,18 @@ export function createRunEngine(deps: RunEngineDependencies) {
     await showWorkflow(run, end.status);
   }
 
+  /** Hands the run back: Queued again with no owner, so the next claim need not wait for the lease. */
+  async function handBack(run: RunRow, reason: string): Promise<void> {
+    await deps.commit(run, async (tx, log) => {
+      const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
+        status: 'Queued',
+        lease_owner: null,
+        lease_expires_at: null,
+      });
+      if (row) log.event('run.requeued', { reason });
+    });
+  }
+
   /** After an interruption or a failure: the status the run ends in, or hands back. */
   async function settle(run: RunRow, reason: Interruption | undefined, error: unknown): Promise<void> {
     switch (reason) {
@@ -479,22 +491,21 @@ export function createRunEngine(deps: RunEngineDependencies) {
         return;
       case 'shutdown':
         // The process is stopping: hand the run back at once rather than after the lease.
-        await deps.commit(run, async (tx, log) => {
-          const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
-            status: 'Queued',
-            lease_owner: null,
-            lease_expires_at: null,
-          });
-          if (row) log.event('run.requeued', { reason: 'worker stopping' });
-        });
-        return;
+        return handBack(run, 'worker stopping');
       default: {
         const final = (error as { final?: boolean }).final === true;
-        return finish(run, {
-          status: 'Failed',
-          reason: final ? 'interrupted' : 'step_failed',
-          error: describe(error),
-        });
+        if (final || (error as { stepFailed?: boolean }).stepFailed === true) {
+          return finish(run, {
+            status: 'Failed',
+            reason: final ? 'interrupted' : 'step_failed',
+            error: describe(error),
+          });
+        }
+        // Not the workflow's failure but the engine's (the database dropped, a deadlock): the
+        // run goes back to the queue, and the job's retry (or the sweep) executes it again
+        // after its last completed step.
+        await handBack(run, 'engine error').catch(() => {});
+        throw error;
       }
     }
   }

@@ -75,8 +75,13 @@ export function createRunsRepository(db: Db) {
       return row;
     },
 
+    /**
+     * Locks the row against other writers with `FOR NO KEY UPDATE`, not `FOR UPDATE`: inserting
+     * a run event or step (their foreign key takes `FOR KEY SHARE` on the run) must not wait for
+     * it, or a control request and the engine appending under the run's order lock deadlock.
+     */
     async findForUpdate(workspaceId: string, id: string): Promise<RunRow | undefined> {
-      const [row] = await db.select().from(runs).where(byId(workspaceId, id)).for('update');
+      const [row] = await db.select().from(runs).where(byId(workspaceId, id)).for('no key update');
       return row;
     },
 
