@@ -45,7 +45,10 @@ async function waitFor(runId: string, done: (run: Run) => boolean, timeoutMs = 1
   for (;;) {
     const run = (await t.call(alice, 'GET', `/api/runs/${runId}`)).json();
     if (done(run)) return run;
-    if (Date.now() > until) throw new Error(`run ${runId} is ${run.status} (${run.failure_reason}: ${run.error}): ${JSON.stringify(run.steps)}`);
+    if (Date.now() > until)
+      throw new Error(
+        `run ${runId} is ${run.status} (${run.failure_reason}: ${run.error}): ${JSON.stringify(run.steps)}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
