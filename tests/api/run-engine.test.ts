@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
+import { parseEventStream } from '../helpers/event-stream.ts';
 import { buildAgent, buildWorkflow } from '../helpers/factories.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
-import { parseEventStream } from '../helpers/sse.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /**

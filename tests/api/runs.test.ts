@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
+import { parseEventStream } from '../helpers/event-stream.ts';
 import { buildAgent, buildWorkflow } from '../helpers/factories.ts';
-import { parseEventStream } from '../helpers/sse.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let t: TestApp;

@@ -138,3 +138,18 @@ export function inOrder(stream: EventStream): OrderedEvents {
     },
   };
 }
+
+/** Parses a whole event stream body, as `inject()` returns a stream the server already ended. */
+export function parseEventStream(body: string): ReceivedEvent[] {
+  const events: ReceivedEvent[] = [];
+  const parser = createParser({
+    onEvent: (message) =>
+      events.push({
+        event: message.event ?? 'message',
+        ...(message.id === undefined ? {} : { id: message.id }),
+        data: JSON.parse(message.data),
+      }),
+  });
+  parser.feed(body);
+  return events;
+}
