@@ -16,7 +16,7 @@ import { type Static, Type } from 'typebox';
 import { StringEnum } from '../../lib/typebox.ts';
 import { agents } from './agents.ts';
 import { createdAt, updatedAt } from './columns.ts';
-import { type ExecutionPolicy, workflows } from './workflows.ts';
+import { ExecutionPolicySchema, workflows } from './workflows.ts';
 import { workspaces } from './workspaces.ts';
 
 /** Run states (docs/runs.md has the transition table the service enforces). */
@@ -41,7 +41,7 @@ export type RunControl = Static<typeof RunControlSchema>;
 /** What a run keeps of its workflow at the time it was started, so edits do not change it. */
 export const RunPlanSchema = Type.Object({
   goal: Type.String(),
-  execution_policy: Type.Unsafe<ExecutionPolicy>(Type.Object({})),
+  execution_policy: ExecutionPolicySchema,
 });
 export type RunPlan = Static<typeof RunPlanSchema>;
 

@@ -24,10 +24,6 @@ export const canTransition = (from: RunStatus, to: RunStatus): boolean => TRANSI
 /** Statuses a run never leaves. */
 export const isFinal = (status: RunStatus): boolean => TRANSITIONS[status].length === 0;
 
-/** The statuses from which an action is allowed, for the 409 message. */
-export const statusesAllowing = (to: RunStatus): RunStatus[] =>
-  (Object.keys(TRANSITIONS) as RunStatus[]).filter((from) => TRANSITIONS[from].includes(to));
-
 /** `{{name}}` in a workflow's goal, filled from the run's `inputs`. */
 const GOAL_PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}/g;
 

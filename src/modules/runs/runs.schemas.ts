@@ -2,12 +2,12 @@ import { Type } from 'typebox';
 import {
   RunControlSchema,
   RunFailureReasonSchema,
+  RunPlanSchema,
   RunStatusSchema,
   RunStepKindSchema,
   RunStepStatusSchema,
   ToolCallRecordSchema,
 } from '../../db/schema/runs.ts';
-import { ExecutionPolicySchema } from '../../db/schema/workflows.ts';
 import { DateTime, Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
@@ -53,7 +53,7 @@ export const RunSchema = Type.Object({
   control: Nullable(RunControlSchema),
   inputs: Type.Record(Type.String(), Type.String()),
   context: Type.Record(Type.String(), Type.Unknown()),
-  plan: Type.Object({ goal: Type.String(), execution_policy: ExecutionPolicySchema }),
+  plan: RunPlanSchema,
   agent_ids: Type.Array(Uuid()),
   next_step: Type.Integer({ description: 'completed steps so far' }),
   output: Nullable(Type.String()),
