@@ -77,6 +77,13 @@ export interface Config {
    * private networks (the default), so a developer can test against local services.
    */
   vaultAllowLoopback: boolean;
+  /**
+   * `SOURCES_ROOT`: the one server-side folder under which directory sources and code graph
+   * directories may be read (absolute, resolved); absent means no directory may be read.
+   */
+  sourcesRoot?: string;
+  /** `UPLOAD_MAX_BYTES`: the largest uploaded file (documents, code archives); 25 MiB by default. */
+  uploadMaxBytes: number;
   /** `REDIS_URL`; absent means the embedded mode: no Redis at all, jobs and events in-process. */
   redis?: { url: string };
   /** Gates the job consumers of this process (never the producers). */
@@ -168,6 +175,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   const { redis, runMode, queue } = readJobs(env, database, problems, int);
+  const sourcesRootText = env.SOURCES_ROOT?.trim() || undefined;
+  if (sourcesRootText !== undefined && !path.isAbsolute(sourcesRootText)) {
+    problems.push(`SOURCES_ROOT must be an absolute path (got "${sourcesRootText}")`);
+  }
+  const sourcesRoot =
+    sourcesRootText && path.isAbsolute(sourcesRootText) ? path.resolve(sourcesRootText) : undefined;
+  const uploadMaxBytes = int('UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -185,6 +199,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKeysPrevious,
     platformAdmins,
     vaultAllowLoopback,
+    ...(sourcesRoot ? { sourcesRoot } : {}),
+    uploadMaxBytes,
     redis,
     runMode,
     queue,
