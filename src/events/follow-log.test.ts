@@ -24,7 +24,7 @@ function memoryLog() {
     latestId: async () => rows.at(-1)?.id ?? 0,
     readAfter: async (after: number, limit: number) => {
       log.reads += 1;
-      return rows.filter((row) => row.id > after).slice(0, limit);
+      return { rows: rows.filter((row) => row.id > after).slice(0, limit) };
     },
   };
   return log;
@@ -180,6 +180,34 @@ describe('followLog', () => {
     log.append();
     hub.publish('t', 1);
     expect(await take(iterator, 2, 500)).toEqual([1, 2]);
+    controller.abort();
+  });
+
+  it('reads pending rows again soon, without a notification, until they are deliverable', async () => {
+    const hub = createLocalEventHub();
+    const log = memoryLog();
+    const controller = new AbortController();
+    // Rows 1 and 2 are committed, but row 2 stays pending for three reads (a transaction
+    // that could still commit a row before it is open); no notification is ever sent.
+    log.append(2);
+    let holdFor = 3;
+    const followed = await followLog({
+      hub,
+      topic: 't',
+      after: 0,
+      latestId: log.latestId,
+      readAfter: async (after, limit) => {
+        const { rows } = await log.readAfter(after, limit);
+        if (holdFor <= 0) return { rows };
+        holdFor -= 1;
+        return { rows: rows.filter((row) => row.id < 2), pending: true };
+      },
+      signal: controller.signal,
+      recheckMs: 60_000,
+    });
+    const iterator = followed.rows[Symbol.asyncIterator]();
+    expect(await take(iterator, 2, 1000)).toEqual([1, 2]);
+    expect(holdFor).toBe(0);
     controller.abort();
   });
 

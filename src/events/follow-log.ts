@@ -13,7 +13,7 @@ export interface FollowLogOptions<Row extends { id: number }> {
   /** The greatest id in the log now (0 when empty): the start of a live-only follow. */
   latestId(): Promise<number>;
   /** The rows after `after`, oldest first, at most `limit`, read from the database. */
-  readAfter(after: number, limit: number): Promise<Row[]>;
+  readAfter(after: number, limit: number): Promise<LogRead<Row>>;
   /** Ends the follow: the iteration finishes and the hub subscription is dropped. */
   signal: AbortSignal;
   /** Rows per read (100). */
@@ -24,6 +24,21 @@ export interface FollowLogOptions<Row extends { id: number }> {
    */
   recheckMs?: number;
 }
+
+/** What one read of a log found. */
+export interface LogRead<Row> {
+  /** Deliverable rows, oldest first. */
+  rows: Row[];
+  /**
+   * More rows are already committed but not deliverable yet, because a transaction still
+   * open could commit rows ordered before them (the activity feed's commit order): the
+   * reader reads again after a short pause instead of waiting for the next notification.
+   */
+  pending?: boolean;
+}
+
+/** First and last pause before reading a log again while its newest rows are pending (ms). */
+const PENDING_RETRY_MS = { first: 5, max: 500 };
 
 /** A follow that has started: where it started, and the rows from there on, until aborted. */
 export interface FollowedLog<Row> {
@@ -37,8 +52,9 @@ export interface FollowedLog<Row> {
  * until `signal` aborts. The hub only wakes the reader; what it delivers is always read
  * from the database after the last id it delivered, so a lost, late or duplicated
  * notification costs a read (or a delay up to `recheckMs`), never a row, and a payload is
- * never trusted. This relies on the log's ids becoming visible in id order, which its
- * writers ensure with `lockAppendOrder` (db/transaction.ts).
+ * never trusted. This relies on `readAfter` delivering rows in an order that no later commit
+ * can insert into: ids visible in id order (writers take `lockAppendOrder`, db/transaction.ts),
+ * or the activity feed's commit order, where rows that could still be preceded are `pending`.
  *
  * It subscribes before the first read, so nothing committed in between is missed, and
  * performs that first read before resolving, so a failure there is the caller's error
@@ -68,10 +84,10 @@ export async function followLog<Row extends { id: number }>(
   signal.addEventListener('abort', close, { once: true });
   if (signal.aborted) close();
 
-  /** Resolves on the next notification, after `recheckMs`, or when the follow closes. */
-  const waitForWake = () =>
+  /** Resolves on the next notification, after `ms`, or when the follow closes. */
+  const waitForWake = (ms: number) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(done, recheckMs);
+      const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
         wake = undefined;
@@ -81,7 +97,7 @@ export async function followLog<Row extends { id: number }>(
     });
 
   let after: number;
-  let first: Row[];
+  let first: LogRead<Row>;
   try {
     after = options.after ?? (await options.latestId());
     first = await options.readAfter(after, batchSize);
@@ -94,15 +110,22 @@ export async function followLog<Row extends { id: number }>(
     try {
       let page = first;
       let last = after;
+      let pendingRetryMs = PENDING_RETRY_MS.first;
       while (!closed) {
-        for (const row of page) {
+        for (const row of page.rows) {
           if (closed) return;
           yield row;
           last = row.id;
         }
         if (closed) return;
-        // A full page means more may be waiting: read on without waiting.
-        if (page.length < batchSize && !notified) await waitForWake();
+        // A full page means more may be waiting: read on without waiting. Pending rows are
+        // read again soon, backing off while a long transaction holds them back.
+        if (page.rows.length < batchSize && !notified) {
+          await waitForWake(page.pending ? pendingRetryMs : recheckMs);
+        }
+        pendingRetryMs = page.pending
+          ? Math.min(pendingRetryMs * 2, PENDING_RETRY_MS.max)
+          : PENDING_RETRY_MS.first;
         if (closed) return;
         // Cleared before the read: a notification arriving during it causes one more read.
         notified = false;

@@ -1,4 +1,5 @@
-import { bigserial, index, jsonb, pgTable, text, uuid, varchar } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import { bigint, bigserial, index, jsonb, pgTable, text, uuid, varchar } from 'drizzle-orm/pg-core';
 import type { Static } from 'typebox';
 import { StringEnum } from '../../lib/typebox.ts';
 import { createdAt } from './columns.ts';
@@ -29,11 +30,18 @@ export const ACTIVITY_KINDS = [
 export const ActivityKindSchema = StringEnum(ACTIVITY_KINDS);
 export type ActivityKind = Static<typeof ActivityKindSchema>;
 
-/** The workspace's activity feed; written in the transaction of the change it records. */
+/**
+ * The workspace's activity feed; written in the transaction of the change it records. Live
+ * readers deliver it in commit order, `(tx, id)`: `tx` is the writing transaction's id, and a
+ * row is delivered once no transaction that could still commit an earlier one is open (see
+ * the activity repository's `listAfter`), so writers need no feed-wide lock.
+ */
 export const activityEvents = pgTable(
   'activity_events',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
+    /** The inserting transaction's 64-bit id (`xid8`, which never wraps around). */
+    tx: bigint('tx', { mode: 'number' }).notNull().default(sql`(pg_current_xact_id()::text)::bigint`),
     workspace_id: uuid('workspace_id')
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
@@ -49,5 +57,6 @@ export const activityEvents = pgTable(
   (t) => [
     index('activity_workspace_id_idx').on(t.workspace_id, t.id.desc()),
     index('activity_workspace_kind_idx').on(t.workspace_id, t.kind, t.id.desc()),
+    index('activity_workspace_tx_idx').on(t.workspace_id, t.tx, t.id),
   ],
 );

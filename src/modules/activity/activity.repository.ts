@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, max, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, type SQL, sql } from 'drizzle-orm';
 import { type CursorPage, pageByCursor } from '../../db/queries.ts';
 import { type ActivityKind, activityEvents } from '../../db/schema/activity.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -30,6 +30,12 @@ export type ActivityItem = {
   actor: string | null;
   created_at: Date;
 };
+
+/**
+ * The oldest transaction still open (as a bigint `xid8`): every transaction below it has
+ * committed or rolled back, so no row ordered before `(horizon, 0)` can appear any more.
+ */
+const openHorizon = sql`(pg_snapshot_xmin(pg_current_snapshot())::text)::bigint`;
 
 /** Which events a reader wants; every field is optional. */
 export interface ActivityFilter {
@@ -76,28 +82,48 @@ export function createActivityRepository(db: Db) {
       );
     },
 
-    /** The events after `after`, oldest first: what a live reader has not delivered yet. */
-    listAfter(
+    /**
+     * The events after the event `after`, in commit order `(tx, id)`: what a live reader has
+     * not delivered yet. Rows whose order is final (their transaction is older than every
+     * open one) come first and are delivered; `pending` says committed rows follow them that
+     * an open transaction could still precede. An `after` that is not an event of this
+     * workspace resumes after the workspace's latest event below it; 0 is the beginning.
+     */
+    async listAfter(
       workspaceId: string,
       filter: ActivityFilter,
       after: number,
       limit: number,
-    ): Promise<ActivityItem[]> {
-      return db
-        .select(itemColumns)
+    ): Promise<{ rows: ActivityItem[]; pending: boolean }> {
+      const afterTx = sql`coalesce((select a.tx from activity_events a where a.workspace_id = ${workspaceId} and a.id <= ${after} order by a.id desc limit 1), 0)`;
+      const found = await db
+        .select({ ...itemColumns, final: sql<boolean>`${activityEvents.tx} < ${openHorizon}` })
         .from(activityEvents)
-        .where(matching(workspaceId, filter, gt(activityEvents.id, after)))
-        .orderBy(asc(activityEvents.id))
+        .where(
+          matching(
+            workspaceId,
+            filter,
+            sql`(${activityEvents.tx}, ${activityEvents.id}) > (${afterTx}, ${after})`,
+          ),
+        )
+        .orderBy(asc(activityEvents.tx), asc(activityEvents.id))
         .limit(limit);
+      const deliverable = found.findIndex((row) => !row.final);
+      const rows = (deliverable === -1 ? found : found.slice(0, deliverable)).map(
+        ({ final: _, ...row }) => row,
+      );
+      return { rows, pending: deliverable !== -1 };
     },
 
-    /** The workspace's newest event id, 0 when it has none. */
+    /** The workspace's latest event whose commit order is final (0 when none): a live follow starts after it. */
     async latestId(workspaceId: string): Promise<number> {
       const [row] = await db
-        .select({ id: max(activityEvents.id) })
+        .select({ id: activityEvents.id })
         .from(activityEvents)
-        .where(eq(activityEvents.workspace_id, workspaceId));
-      return Number(row?.id ?? 0);
+        .where(and(eq(activityEvents.workspace_id, workspaceId), sql`${activityEvents.tx} < ${openHorizon}`))
+        .orderBy(desc(activityEvents.tx), desc(activityEvents.id))
+        .limit(1);
+      return row?.id ?? 0;
     },
   };
 }

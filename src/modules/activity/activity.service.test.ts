@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
@@ -221,7 +222,7 @@ describe('follow', () => {
     controller.abort();
   });
 
-  it('delivers every event of concurrent writers exactly once, in id order', async () => {
+  it('delivers every event of concurrent writers exactly once, and a resume after any of them misses none', async () => {
     const mine = await newWorkspace();
     const controller = new AbortController();
     const followed = await activity.follow(mine, {}, controller.signal);
@@ -230,17 +231,28 @@ describe('follow', () => {
     const written = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
         inTransaction(db, async (tx) => {
+          // Every other writer takes its transaction id before waiting, so transaction order
+          // and id order differ; all wait unevenly between the insert and the commit, so a
+          // later id often commits first.
+          if (i % 2 === 0) await tx.execute(sql`select pg_current_xact_id()`);
+          await new Promise((resolve) => setTimeout(resolve, (i * 11) % 17));
           const id = await activity.record(tx, event(mine.workspaceId, { message: `concurrent ${i}` }));
-          // Uneven time between the insert and the commit: without the append lock, a later
-          // id would commit first and the reader, resuming after it, would skip the earlier.
           await new Promise((resolve) => setTimeout(resolve, (i * 7) % 23));
           return id;
         }),
       ),
     );
     const delivered = (await delivering).map((item) => item.id);
-    expect(delivered).toEqual([...written].sort((a, b) => a - b));
+    expect([...delivered].sort((a, b) => a - b)).toEqual([...written].sort((a, b) => a - b));
     controller.abort();
+    // Resuming after the k-th delivered event yields exactly the events delivered after it.
+    for (const k of [0, 9, 20, 38]) {
+      const resumed = new AbortController();
+      const again = await activity.follow(mine, { after: delivered[k] }, resumed.signal);
+      const rest = await take(again.rows[Symbol.asyncIterator](), 39 - k, 5_000);
+      expect(rest.map((item) => item.id)).toEqual(delivered.slice(k + 1));
+      resumed.abort();
+    }
   });
 });
 

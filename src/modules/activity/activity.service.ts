@@ -1,5 +1,5 @@
 import type { Caller } from '../../caller.ts';
-import { afterCommit, type Db, inTransaction, isTransaction, lockAppendOrder } from '../../db/transaction.ts';
+import { afterCommit, type Db, inTransaction, isTransaction } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import { type FollowedLog, followLog } from '../../events/follow-log.ts';
 import {
@@ -57,7 +57,6 @@ export function createActivityService(db: Db, deps: ActivityDependencies) {
   /** Inserts in `tx` and publishes the id once `tx` commits (see `record`). */
   async function recordIn(tx: Db, event: ActivityInput): Promise<number> {
     const topic = activityTopic(event.workspaceId);
-    await lockAppendOrder(tx, topic);
     const row = await createActivityRepository(tx).insert({
       workspace_id: event.workspaceId,
       kind: event.kind,
@@ -75,10 +74,10 @@ export function createActivityService(db: Db, deps: ActivityDependencies) {
     /**
      * Records an event inside the caller's transaction `tx`, so it exists exactly when the
      * change it describes does, and publishes its id on `activity:<workspace id>` after the
-     * commit (`afterCommit`), never before: a woken reader always finds the row. Make it the
-     * last write of the transaction: it takes the feed's append lock (`lockAppendOrder`),
-     * held until commit, which keeps ids visible in order for readers that resume by id.
-     * Given the database itself rather than a transaction, it opens one of its own.
+     * commit (`afterCommit`), never before: a woken reader always finds the row. It takes no
+     * feed-wide lock: readers deliver in commit order (`listAfter`), so concurrent writers
+     * to one workspace's feed never wait for each other. Given the database itself rather
+     * than a transaction, it opens one of its own.
      */
     record(tx: Db, event: ActivityInput): Promise<number> {
       return isTransaction(tx) ? recordIn(tx, event) : inTransaction(tx, (own) => recordIn(own, event));

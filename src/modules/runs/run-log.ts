@@ -64,7 +64,6 @@ export function createRunLog({ db, hub, activity }: RunLogDependencies) {
         const last = ids.at(-1);
         if (last !== undefined) afterCommit(tx, () => hub.publish(topic, last));
       }
-      // Last: the feed's append lock is workspace-wide, so it is held for the shortest time.
       for (const entry of entries) await activity.record(tx, entry);
       return result;
     });

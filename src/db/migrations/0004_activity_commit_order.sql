@@ -1,0 +1,2 @@
+ALTER TABLE "activity_events" ADD COLUMN "tx" bigint DEFAULT (pg_current_xact_id()::text)::bigint NOT NULL;--> statement-breakpoint
+CREATE INDEX "activity_workspace_tx_idx" ON "activity_events" USING btree ("workspace_id","tx","id");
