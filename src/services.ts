@@ -108,7 +108,7 @@ export async function createServices(config: Config, database: Database, options
     activity: { record: activity.record },
   });
   const modelGateway = createModelGateway({ settings, credentials, tools, addressPolicy });
-  const commit = createRunLog({ db, hub: eventHub, activity: { record: activity.record } });
+  const commit = createRunLog({ db, hub: eventHub, activity: { recordAll: activity.recordAll } });
   const engine = createRunEngine({
     db,
     commit,

@@ -32,10 +32,23 @@ export type ActivityItem = {
 };
 
 /**
- * The oldest transaction still open (as a bigint `xid8`): every transaction below it has
- * committed or rolled back, so no row ordered before `(horizon, 0)` can appear any more.
+ * The oldest transaction of this database still open at the statement's snapshot (as a bigint
+ * `xid8`), or the next transaction id when none is: every transaction below it has committed
+ * or rolled back, so no feed row ordered before `(horizon, 0)` can appear any more. The
+ * snapshot's in-progress list covers the whole cluster, so transactions that
+ * `pg_stat_activity` shows in another database are left out (their xids, 32-bit there, are
+ * compared on the low 32 bits); one that ended since the snapshot is not shown anywhere and
+ * is kept, which can only delay a row, never lose one.
  */
-const openHorizon = sql`(pg_snapshot_xmin(pg_current_snapshot())::text)::bigint`;
+const openHorizon = sql`(
+  select coalesce(min(open.xid), pg_snapshot_xmax(pg_current_snapshot())::text::bigint)
+  from (select xip::text::bigint as xid from pg_snapshot_xip(pg_current_snapshot()) as xip) as open
+  where (open.xid & 4294967295) not in (
+    select elsewhere.backend_xid::text::bigint from pg_stat_activity as elsewhere
+    where elsewhere.backend_xid is not null
+      and elsewhere.datid <> (select oid from pg_database where datname = current_database())
+  )
+)`;
 
 /** Which events a reader wants; every field is optional. */
 export interface ActivityFilter {
@@ -57,10 +70,10 @@ export function createActivityRepository(db: Db) {
     );
 
   return {
-    async insert(values: NewActivityEvent): Promise<ActivityItem> {
-      const [row] = await db.insert(activityEvents).values(values).returning(itemColumns);
-      if (!row) throw new Error('activity insert returned nothing');
-      return row;
+    /** Inserts the events in order with one statement; their ids, increasing. */
+    async insertMany(values: NewActivityEvent[]): Promise<number[]> {
+      const rows = await db.insert(activityEvents).values(values).returning({ id: activityEvents.id });
+      return rows.map((row) => row.id).sort((a, b) => a - b);
     },
 
     /** Newest first, keyset-paginated: `before` is the previous page's `next_cursor`. */

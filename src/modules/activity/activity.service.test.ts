@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
@@ -252,6 +253,63 @@ describe('follow', () => {
       const rest = await take(again.rows[Symbol.asyncIterator](), 39 - k, 5_000);
       expect(rest.map((item) => item.id)).toEqual(delivered.slice(k + 1));
       resumed.abort();
+    }
+  });
+});
+
+describe.runIf(process.env.POSTGRES_HOST)('follow, with transactions left open (PostgreSQL)', () => {
+  /** A transaction of its own connection to `database`, holding a transaction id until released. */
+  async function openTransaction(database: string): Promise<{ release(): Promise<void> }> {
+    const client = new pg.Client({
+      host: process.env.POSTGRES_HOST,
+      port: Number(process.env.POSTGRES_PORT ?? 5432),
+      user: process.env.POSTGRES_USER,
+      password: process.env.POSTGRES_PASSWORD,
+      database,
+    });
+    await client.connect();
+    await client.query('begin');
+    await client.query('select pg_current_xact_id()');
+    return {
+      async release() {
+        await client.query('rollback');
+        await client.end();
+      },
+    };
+  }
+
+  it('holds back events while an older transaction of this database is open, and delivers them when it ends', async () => {
+    const mine = await newWorkspace();
+    const controller = new AbortController();
+    const followed = await activity.follow(mine, {}, controller.signal);
+    const [here] = await t.rows<{ name: string }>(sql`select current_database() as name`);
+    const older = await openTransaction(here?.name as string);
+    const id = await activity.record(db, event(mine.workspaceId));
+    const iterator = followed.rows[Symbol.asyncIterator]();
+    const next = iterator.next();
+    const early = await Promise.race([
+      next.then(() => 'delivered'),
+      new Promise((r) => setTimeout(() => r('held'), 300)),
+    ]);
+    expect(early).toBe('held');
+    await older.release();
+    expect((await next).value?.id).toBe(id);
+    controller.abort();
+  });
+
+  it('is not held back by a transaction left open in another database of the cluster', async () => {
+    const mine = await newWorkspace();
+    const controller = new AbortController();
+    const followed = await activity.follow(mine, {}, controller.signal);
+    const elsewhere = await openTransaction('postgres');
+    try {
+      const id = await activity.record(db, event(mine.workspaceId));
+      expect((await take(followed.rows[Symbol.asyncIterator](), 1, 2000)).map((item) => item.id)).toEqual([
+        id,
+      ]);
+    } finally {
+      await elsewhere.release();
+      controller.abort();
     }
   });
 });

@@ -54,20 +54,30 @@ export interface ActivityDependencies {
 export function createActivityService(db: Db, deps: ActivityDependencies) {
   const repo = createActivityRepository(db);
 
-  /** Inserts in `tx` and publishes the id once `tx` commits (see `record`). */
-  async function recordIn(tx: Db, event: ActivityInput): Promise<number> {
-    const topic = activityTopic(event.workspaceId);
-    const row = await createActivityRepository(tx).insert({
-      workspace_id: event.workspaceId,
-      kind: event.kind,
-      subject_type: event.subjectType,
-      subject_id: event.subjectId ?? null,
-      message: event.message,
-      data: event.data ?? {},
-      actor: event.actor ?? null,
-    });
-    afterCommit(tx, () => deps.hub.publish(topic, row.id));
-    return row.id;
+  /** Inserts in `tx` with one statement and publishes each feed's last id once `tx` commits. */
+  async function recordIn(tx: Db, events: ActivityInput[]): Promise<number[]> {
+    if (events.length === 0) return [];
+    const ids = await createActivityRepository(tx).insertMany(
+      events.map((event) => ({
+        workspace_id: event.workspaceId,
+        kind: event.kind,
+        subject_type: event.subjectType,
+        subject_id: event.subjectId ?? null,
+        message: event.message,
+        data: event.data ?? {},
+        actor: event.actor ?? null,
+      })),
+    );
+    const lastIdOfFeed = new Map(
+      events.map((event, index) => [activityTopic(event.workspaceId), ids[index] ?? 0]),
+    );
+    for (const [topic, id] of lastIdOfFeed) afterCommit(tx, () => deps.hub.publish(topic, id));
+    return ids;
+  }
+
+  /** Records several events as `record` does, with one statement; their ids in order. */
+  function recordAll(tx: Db, events: ActivityInput[]): Promise<number[]> {
+    return isTransaction(tx) ? recordIn(tx, events) : inTransaction(tx, (own) => recordIn(own, events));
   }
 
   return {
@@ -79,9 +89,12 @@ export function createActivityService(db: Db, deps: ActivityDependencies) {
      * to one workspace's feed never wait for each other. Given the database itself rather
      * than a transaction, it opens one of its own.
      */
-    record(tx: Db, event: ActivityInput): Promise<number> {
-      return isTransaction(tx) ? recordIn(tx, event) : inTransaction(tx, (own) => recordIn(own, event));
+    async record(tx: Db, event: ActivityInput): Promise<number> {
+      const [id] = await recordAll(tx, [event]);
+      return id as number;
     },
+
+    recordAll,
 
     /** Newest first, by cursor: `before` is the previous page's `next_cursor`. */
     list(caller: Pick<Caller, 'workspaceId'>, query: ActivityFilter & { before?: number; limit: number }) {

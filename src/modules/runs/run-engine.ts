@@ -6,7 +6,7 @@ import type { EventHub } from '../../events/event-hub.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
 import type { ModelEvent, ModelGateway, ModelRequest } from '../providers/providers.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
-import type { CommitRunChange } from './run-log.ts';
+import type { CommitRunChange, RunChangeLog } from './run-log.ts';
 import { retryDelayMs } from './run-state.ts';
 import { createRunsRepository, type RunRow } from './runs.repository.ts';
 
@@ -28,6 +28,14 @@ export interface RunEngineDependencies {
   random?: () => number;
 }
 
+/** How a run ends. */
+interface RunEnd {
+  status: 'Completed' | 'Failed' | 'Cancelled';
+  output?: string;
+  reason?: RunRow['failure_reason'];
+  error?: string;
+}
+
 /** Why the engine stopped a run before its steps were done. */
 type Interruption = 'cancel' | 'timeout' | 'lease_lost' | 'shutdown' | 'pause';
 
@@ -37,6 +45,16 @@ class RunInterrupted extends Error {
     super(`run interrupted: ${reason}`);
     this.reason = reason;
   }
+}
+
+/** A step to execute. `last`: its success ends the run `Completed` in the same commit. */
+interface StepPlan {
+  position: number;
+  prompt: string;
+  kind?: 'agent' | 'merge';
+  agent?: AgentRow;
+  agentId?: string;
+  last?: boolean;
 }
 
 /** A step's answer, as the run stores it. */
@@ -62,7 +80,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
     // Each execution claims under its own name, so a run this same process claims again
     // (after its lease was lost) is never confused with the execution that lost it.
     const owner = `${deps.owner}/${randomBytes(4).toString('hex')}`;
-    const run = await repo.claim(runId, owner, leaseMs);
+    const run = await claim(runId, owner);
     // Not claimable: finished, paused, cancelled, or another live worker has it.
     if (!run) return;
     const controller = new AbortController();
@@ -92,15 +110,22 @@ export function createRunEngine(deps: RunEngineDependencies) {
       );
     });
 
+    // The workflow's shown status is written beside the steps, and before any later one.
+    let shown: Promise<void> = Promise.resolve();
     try {
       if (run.control === 'cancel') interrupt('cancel');
       if (deadline <= 0) interrupt('timeout');
       controller.signal.throwIfAborted();
-      await begin(run);
-      await showWorkflow(run, 'Running');
-      const output = await executeSteps(run, controller.signal);
-      await finish(run, { status: 'Completed', output });
+      if (run.attempts > maxClaims) {
+        throw Object.assign(new Error(`the run lost its worker ${run.attempts - 1} times`), { final: true });
+      }
+      shown = showWorkflow(run, 'Running');
+      const { output, finished } = await executeSteps(run, controller.signal);
+      await shown;
+      if (finished) await showWorkflow(run, 'Completed');
+      else await finish(run, { status: 'Completed', output });
     } catch (error) {
+      await shown;
       const reason =
         error instanceof RunInterrupted
           ? error.reason
@@ -116,33 +141,53 @@ export function createRunEngine(deps: RunEngineDependencies) {
     }
   }
 
-  /** First claim: the run starts. A later claim: its previous worker was lost mid-run. */
-  async function begin(run: RunRow): Promise<void> {
-    if (run.attempts > maxClaims) {
-      throw Object.assign(new Error(`the run lost its worker ${run.attempts - 1} times`), { final: true });
-    }
-    await deps.commit(run, async (tx, log) => {
-      if (run.attempts === 1) {
-        log.event('run.started', { workflow_id: run.workflow_id, agent_ids: run.agent_ids });
-        await log.activity({
-          kind: 'workflow.started',
-          subjectType: 'run',
-          subjectId: run.id,
-          message: `Workflow “${run.workflow_name}” started`,
-          data: { workflow_id: run.workflow_id },
-        });
-      } else {
-        await createRunsRepository(tx).abandonRunningSteps(run.id, 'interrupted: the worker was lost');
-        log.event('run.resumed', { after_step: run.next_step, claim: run.attempts });
-      }
-    });
+  /**
+   * Claims the run for `owner` and, in the same transaction, starts it (first claim) or
+   * settles what its lost worker left (a later claim). Undefined when it is not claimable.
+   * A run past its claim limit is claimed without starting: the caller fails it.
+   */
+  async function claim(runId: string, owner: string): Promise<RunRow | undefined> {
+    // The workspace is known once the row is claimed; the log reads it after the work.
+    const target = { id: runId, workspace_id: '' };
+    return deps.commit(
+      target,
+      async (tx, log) => {
+        const runs = createRunsRepository(tx);
+        const run = await runs.claim(runId, owner, leaseMs);
+        if (!run) return undefined;
+        target.workspace_id = run.workspace_id;
+        if (run.attempts > maxClaims) return run;
+        if (run.attempts === 1) {
+          log.event('run.started', { workflow_id: run.workflow_id, agent_ids: run.agent_ids });
+          await log.activity({
+            kind: 'workflow.started',
+            subjectType: 'run',
+            subjectId: run.id,
+            message: `Workflow “${run.workflow_name}” started`,
+            data: { workflow_id: run.workflow_id },
+          });
+        } else {
+          await runs.abandonRunningSteps(run.id, 'interrupted: the worker was lost');
+          log.event('run.resumed', { after_step: run.next_step, claim: run.attempts });
+        }
+        return run;
+      },
+      { rowLocked: true },
+    );
   }
 
-  async function executeSteps(run: RunRow, signal: AbortSignal): Promise<string> {
+  /**
+   * Runs the steps not yet completed. `finished`: the last step's commit also ended the run
+   * `Completed` (one transaction instead of two); otherwise the caller ends it.
+   */
+  async function executeSteps(
+    run: RunRow,
+    signal: AbortSignal,
+  ): Promise<{ output: string; finished: boolean }> {
     const agents = await deps.agents.findMany(run.workspace_id, run.agent_ids);
-    const done = new Map(
-      (await repo.listSteps(run.id)).filter((s) => s.status === 'Completed').map((s) => [s.position, s]),
-    );
+    // A first claim has no steps yet; a later one continues after the last completed.
+    const steps = run.attempts === 1 ? [] : await repo.listSteps(run.id);
+    const done = new Map(steps.filter((s) => s.status === 'Completed').map((s) => [s.position, s]));
     if (run.plan.execution_policy.mode === 'parallel') {
       const pending = run.agent_ids
         .map((id, position) => ({ id, position }))
@@ -162,19 +207,24 @@ export function createRunEngine(deps: RunEngineDependencies) {
         return { name: agents.get(id)?.name ?? id, text };
       });
       const usable = outputs.filter((o): o is { name: string; text: string } => o.text !== null);
-      if (usable.length <= 1) return usable[0]?.text ?? '';
+      if (usable.length <= 1) return { output: usable[0]?.text ?? '', finished: false };
       await pauseIfAsked(run, signal);
       const merged = await executeStep(
         run,
-        { position: run.agent_ids.length, kind: 'merge', prompt: mergePrompt(run, usable) },
+        { position: run.agent_ids.length, kind: 'merge', prompt: mergePrompt(run, usable), last: true },
         signal,
       );
-      return merged?.output ?? '';
+      return { output: merged?.output ?? '', finished: merged !== undefined };
     }
     let carry = run.carry;
+    let claimedJustNow = true;
+    let finished = false;
     for (const [position, id] of run.agent_ids.entries()) {
       if (done.has(position)) continue;
-      await pauseIfAsked(run, signal);
+      // The claim has just read the run's control: the first boundary needs no read of its own.
+      if (claimedJustNow) checkPause(run.control, signal);
+      else await pauseIfAsked(run, signal);
+      claimedJustNow = false;
       const result = await executeStep(
         run,
         {
@@ -182,20 +232,26 @@ export function createRunEngine(deps: RunEngineDependencies) {
           agent: agents.get(id),
           agentId: id,
           prompt: agentPrompt(run, carry, agents.get(run.agent_ids[position - 1] ?? '')),
+          last: position === run.agent_ids.length - 1,
         },
         signal,
       );
       if (result) carry = result.output;
+      finished = result !== undefined && position === run.agent_ids.length - 1;
     }
-    return carry ?? '';
+    return { output: carry ?? '', finished };
   }
 
   /** Between steps: a pause asked for through the API takes effect here. */
   async function pauseIfAsked(run: RunRow, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
-    const current = await repo.findById(run.id);
-    if (current?.control === 'pause') throw new RunInterrupted('pause');
-    if (current?.control === 'cancel') throw new RunInterrupted('cancel');
+    checkPause((await repo.findById(run.id))?.control, signal);
+  }
+
+  function checkPause(control: string | null | undefined, signal: AbortSignal): void {
+    signal.throwIfAborted();
+    if (control === 'pause') throw new RunInterrupted('pause');
+    if (control === 'cancel') throw new RunInterrupted('cancel');
   }
 
   /**
@@ -204,7 +260,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
    */
   async function executeStep(
     run: RunRow,
-    step: { position: number; prompt: string; kind?: 'agent' | 'merge'; agent?: AgentRow; agentId?: string },
+    step: StepPlan,
     signal: AbortSignal,
   ): Promise<StepResult | undefined> {
     const policy = run.plan.execution_policy;
@@ -228,14 +284,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
 
   async function attemptStep(
     run: RunRow,
-    step: {
-      position: number;
-      attempt: number;
-      prompt: string;
-      kind?: 'agent' | 'merge';
-      agent?: AgentRow;
-      agentId?: string;
-    },
+    step: StepPlan & { attempt: number },
     signal: AbortSignal,
   ): Promise<StepResult> {
     const { agent } = step;
@@ -271,7 +320,8 @@ export function createRunEngine(deps: RunEngineDependencies) {
       }
       return row;
     });
-    if (agent) await showAgent(run, agent, 'Busy');
+    // Written beside the model call, and before the status that follows it.
+    const busy = agent ? showAgent(run, agent, 'Busy') : Promise.resolve();
 
     const began = performance.now();
     const toolCalls: ToolCallRecord[] = [];
@@ -299,50 +349,57 @@ export function createRunEngine(deps: RunEngineDependencies) {
       }
       if (!finish) throw new Error('the model stream ended without an answer');
       const answer = finish;
-      await deps.commit(run, async (tx, log) => {
-        const runs = createRunsRepository(tx);
-        await runs.updateStep(started.id, {
-          status: 'Completed',
-          output: answer.text,
-          tool_calls: toolCalls,
-          provider: answer.provider,
-          model: answer.model,
-          tokens_in: answer.usage.input_tokens,
-          tokens_out: answer.usage.output_tokens,
-          cost: answer.cost,
-          latency_ms: Math.round(performance.now() - began),
-          finished_at: new Date(),
-        });
-        const progressed = await runs.addStepProgress(run.id, run.lease_owner as string, {
-          output: answer.text,
-          tokensIn: answer.usage.input_tokens,
-          tokensOut: answer.usage.output_tokens,
-          cost: answer.cost,
-          ...(kind === 'agent' ? { agentName: label } : {}),
-          tools: toolCalls.map((c) => c.name),
-        });
-        if (!progressed) throw new RunInterrupted('lease_lost');
-        for (const call of toolCalls) log.event('tool_call', { step_id: started.id, ...call });
-        log.event('step.completed', {
-          step_id: started.id,
-          position: step.position,
-          attempt: step.attempt,
-          provider: answer.provider,
-          model: answer.model,
-          usage: answer.usage,
-          cost: answer.cost,
-          fallbacks: answer.fallbacks,
-        });
-        if (agent) {
-          await log.activity({
-            kind: 'agent.completed',
-            subjectType: 'agent',
-            subjectId: agent.id,
-            message: `Agent “${agent.name}” completed a task of “${run.workflow_name}”`,
-            data: { run_id: run.id },
+      await deps.commit(
+        run,
+        async (tx, log) => {
+          const runs = createRunsRepository(tx);
+          await runs.updateStep(started.id, {
+            status: 'Completed',
+            output: answer.text,
+            tool_calls: toolCalls,
+            provider: answer.provider,
+            model: answer.model,
+            tokens_in: answer.usage.input_tokens,
+            tokens_out: answer.usage.output_tokens,
+            cost: answer.cost,
+            latency_ms: Math.round(performance.now() - began),
+            finished_at: new Date(),
           });
-        }
-      });
+          const progressed = await runs.addStepProgress(run.id, run.lease_owner as string, {
+            output: answer.text,
+            tokensIn: answer.usage.input_tokens,
+            tokensOut: answer.usage.output_tokens,
+            cost: answer.cost,
+            ...(kind === 'agent' ? { agentName: label } : {}),
+            tools: toolCalls.map((c) => c.name),
+          });
+          if (!progressed) throw new RunInterrupted('lease_lost');
+          for (const call of toolCalls) log.event('tool_call', { step_id: started.id, ...call });
+          log.event('step.completed', {
+            step_id: started.id,
+            position: step.position,
+            attempt: step.attempt,
+            provider: answer.provider,
+            model: answer.model,
+            usage: answer.usage,
+            cost: answer.cost,
+            fallbacks: answer.fallbacks,
+          });
+          if (agent) {
+            await log.activity({
+              kind: 'agent.completed',
+              subjectType: 'agent',
+              subjectId: agent.id,
+              message: `Agent “${agent.name}” completed a task of “${run.workflow_name}”`,
+              data: { run_id: run.id },
+            });
+          }
+          // The last step's success ends the run in the same commit.
+          if (step.last) await finishIn(tx, log, run, { status: 'Completed', output: answer.text });
+        },
+        { rowLocked: true },
+      );
+      await busy;
       if (agent) await showAgent(run, agent, 'Idle');
       return { output: answer.text, toolCalls };
     } catch (error) {
@@ -380,6 +437,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
           }
         })
         .catch(() => {}); // recording the failure must not hide it
+      await busy;
       if (agent) await showAgent(run, agent, interrupted ? 'Idle' : 'Error');
       throw interrupted ?? error;
     }
@@ -397,61 +455,58 @@ export function createRunEngine(deps: RunEngineDependencies) {
   }
 
   /** Ends the run in a final status with its totals; only while this worker owns it. */
-  async function finish(
-    run: RunRow,
-    end: {
-      status: 'Completed' | 'Failed' | 'Cancelled';
-      output?: string;
-      reason?: RunRow['failure_reason'];
-      error?: string;
-    },
-  ): Promise<void> {
-    await deps.commit(run, async (tx, log) => {
-      const row = await createRunsRepository(tx).finishOwned(run.id, run.lease_owner as string, {
-        status: end.status,
-        output: end.output ?? null,
-        failure_reason: end.reason ?? null,
-        error: end.error ?? null,
-      });
-      if (!row) return;
-      const type = { Completed: 'run.completed', Failed: 'run.failed', Cancelled: 'run.cancelled' }[
-        end.status
-      ];
-      log.event(type, {
-        status: row.status,
-        failure_reason: row.failure_reason,
-        error: row.error,
-        duration_ms: row.duration_ms,
-        tokens_in: row.tokens_in,
-        tokens_out: row.tokens_out,
-        cost: row.cost,
-      });
-      const kind = {
-        Completed: 'workflow.completed',
-        Failed: 'workflow.failed',
-        Cancelled: 'workflow.cancelled',
-      }[end.status] as 'workflow.completed';
-      await log.activity({
-        kind,
-        subjectType: 'run',
-        subjectId: run.id,
-        message: `Workflow “${run.workflow_name}” ${end.status.toLowerCase()}${end.error ? `: ${end.error}` : ''}`,
-        data: { workflow_id: run.workflow_id, duration_ms: row.duration_ms, cost: row.cost },
-      });
-    });
+  async function finish(run: RunRow, end: RunEnd): Promise<void> {
+    await deps.commit(run, (tx, log) => finishIn(tx, log, run, end), { rowLocked: true });
     await showWorkflow(run, end.status);
+  }
+
+  /** `finish`'s change, in the caller's transaction (the last step's, or its own). */
+  async function finishIn(tx: Db, log: RunChangeLog, run: RunRow, end: RunEnd): Promise<void> {
+    const row = await createRunsRepository(tx).finishOwned(run.id, run.lease_owner as string, {
+      status: end.status,
+      output: end.output ?? null,
+      failure_reason: end.reason ?? null,
+      error: end.error ?? null,
+    });
+    if (!row) return;
+    const type = { Completed: 'run.completed', Failed: 'run.failed', Cancelled: 'run.cancelled' }[end.status];
+    log.event(type, {
+      status: row.status,
+      failure_reason: row.failure_reason,
+      error: row.error,
+      duration_ms: row.duration_ms,
+      tokens_in: row.tokens_in,
+      tokens_out: row.tokens_out,
+      cost: row.cost,
+    });
+    const kind = {
+      Completed: 'workflow.completed',
+      Failed: 'workflow.failed',
+      Cancelled: 'workflow.cancelled',
+    }[end.status] as 'workflow.completed';
+    await log.activity({
+      kind,
+      subjectType: 'run',
+      subjectId: run.id,
+      message: `Workflow “${run.workflow_name}” ${end.status.toLowerCase()}${end.error ? `: ${end.error}` : ''}`,
+      data: { workflow_id: run.workflow_id, duration_ms: row.duration_ms, cost: row.cost },
+    });
   }
 
   /** Hands the run back: Queued again with no owner, so the next claim need not wait for the lease. */
   async function handBack(run: RunRow, reason: string): Promise<void> {
-    await deps.commit(run, async (tx, log) => {
-      const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
-        status: 'Queued',
-        lease_owner: null,
-        lease_expires_at: null,
-      });
-      if (row) log.event('run.requeued', { reason });
-    });
+    await deps.commit(
+      run,
+      async (tx, log) => {
+        const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
+          status: 'Queued',
+          lease_owner: null,
+          lease_expires_at: null,
+        });
+        if (row) log.event('run.requeued', { reason });
+      },
+      { rowLocked: true },
+    );
   }
 
   /** After an interruption or a failure: the status the run ends in, or hands back. */
@@ -468,25 +523,29 @@ export function createRunEngine(deps: RunEngineDependencies) {
           error: `the run exceeded its ${run.plan.execution_policy.timeout_seconds} s timeout`,
         });
       case 'pause':
-        await deps.commit(run, async (tx, log) => {
-          const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
-            status: 'Paused',
-            control: null,
-            lease_owner: null,
-            lease_expires_at: null,
-            // A resumed run gets its whole timeout again: days in Paused must not count.
-            deadline_at: null,
-          });
-          if (!row) return;
-          log.event('run.paused', { next_step: row.next_step });
-          await log.activity({
-            kind: 'workflow.paused',
-            subjectType: 'run',
-            subjectId: run.id,
-            message: `Workflow “${run.workflow_name}” paused`,
-            data: { workflow_id: run.workflow_id },
-          });
-        });
+        await deps.commit(
+          run,
+          async (tx, log) => {
+            const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
+              status: 'Paused',
+              control: null,
+              lease_owner: null,
+              lease_expires_at: null,
+              // A resumed run gets its whole timeout again: days in Paused must not count.
+              deadline_at: null,
+            });
+            if (!row) return;
+            log.event('run.paused', { next_step: row.next_step });
+            await log.activity({
+              kind: 'workflow.paused',
+              subjectType: 'run',
+              subjectId: run.id,
+              message: `Workflow “${run.workflow_name}” paused`,
+              data: { workflow_id: run.workflow_id },
+            });
+          },
+          { rowLocked: true },
+        );
         await showWorkflow(run, 'Paused');
         return;
       case 'shutdown':

@@ -1,5 +1,5 @@
 import type { ActivityKind } from '../../db/schema/activity.ts';
-import { afterCommit, type Db, inTransaction, lockAppendOrder } from '../../db/transaction.ts';
+import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import { createRunsRepository } from './runs.repository.ts';
 
@@ -14,9 +14,9 @@ export interface ActivityEntry {
   actor?: string;
 }
 
-/** What runs need of the activity module: a write inside their transaction, answering the new id. */
+/** What runs need of the activity module: writes inside their transaction, one statement for all. */
 export interface ActivityRecorder {
-  record(tx: Db, entry: ActivityEntry): Promise<number>;
+  recordAll(tx: Db, entries: ActivityEntry[]): Promise<number[]>;
 }
 
 /** What a change to a run may append while its transaction is open. */
@@ -40,31 +40,44 @@ export interface RunLogDependencies {
  * finds the rows, and a rolled-back change leaves neither rows nor notifications.
  */
 export function createRunLog({ db, hub, activity }: RunLogDependencies) {
+  /**
+   * `run.workspace_id` is read when the log is written, after `work`: a change that claims the
+   * run may fill it in then. Every append to a run's events holds the run's row lock until it
+   * commits, so its ids become visible in id order; `rowLocked` says `work` has already taken
+   * it (an update of the row, or the row's insert), so no statement of its own is needed.
+   */
   return async function commitRunChange<T>(
     run: { id: string; workspace_id: string },
     work: (tx: Db, log: RunChangeLog) => Promise<T>,
+    options: { rowLocked?: boolean } = {},
   ): Promise<T> {
     return inTransaction(db, async (tx) => {
       const events: { type: string; data: Record<string, unknown> }[] = [];
-      const entries: ActivityEntry[] = [];
+      const entries: Omit<ActivityEntry, 'workspaceId'>[] = [];
       const log: RunChangeLog = {
         event: (type, data = {}) => {
           events.push({ type, data });
         },
         activity: async (entry) => {
-          entries.push({ ...entry, workspaceId: run.workspace_id });
+          entries.push(entry);
         },
       };
       const result = await work(tx, log);
       if (events.length > 0) {
         // The run's log becomes visible in id order, so a stream resuming by id skips nothing.
         const topic = `run:${run.id}`;
-        await lockAppendOrder(tx, topic);
-        const ids = await createRunsRepository(tx).appendEvents(run.id, run.workspace_id, events);
+        const runs = createRunsRepository(tx);
+        if (!options.rowLocked) await runs.lockRow(run.id);
+        const ids = await runs.appendEvents(run.id, run.workspace_id, events);
         const last = ids.at(-1);
         if (last !== undefined) afterCommit(tx, () => hub.publish(topic, last));
       }
-      for (const entry of entries) await activity.record(tx, entry);
+      if (entries.length > 0) {
+        await activity.recordAll(
+          tx,
+          entries.map((entry) => ({ ...entry, workspaceId: run.workspace_id })),
+        );
+      }
       return result;
     });
   };

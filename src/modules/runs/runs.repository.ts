@@ -85,6 +85,15 @@ export function createRunsRepository(db: Db) {
       return row;
     },
 
+    /**
+     * Locks the run's row until the transaction ends (as its updates do): what orders the
+     * appends to the run's event log. `FOR NO KEY UPDATE`, so the events' foreign keys (which
+     * take KEY SHARE) never wait for it.
+     */
+    async lockRow(id: string): Promise<void> {
+      await db.select({ id: runs.id }).from(runs).where(eq(runs.id, id)).for('no key update');
+    },
+
     /** Newest first; `agent_id` matches runs whose workflow had that agent when they started. */
     async list(workspaceId: string, filter: RunFilter) {
       const where = and(

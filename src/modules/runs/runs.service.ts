@@ -76,43 +76,47 @@ export function createRunsService(deps: RunsDependencies) {
     decide: (run: RunRow) => { to: RunRow['status'] } | { control: 'pause' | 'cancel' } | undefined,
   ): Promise<RunRow> {
     const run = await get(caller, id);
-    const changed = await deps.commit(run, async (tx, log) => {
-      const runs = createRunsRepository(tx);
-      const current = await runs.findForUpdate(caller.workspaceId, id);
-      if (!current) throw notFound('run', id);
-      const decision = decide(current);
-      if (!decision) {
-        throw conflict('run_state_conflict', `cannot ${action} a run that is ${current.status}`);
-      }
-      if ('control' in decision) {
-        log.event(`run.${decision.control}_requested`, { by: caller.userId });
-        return runs.update(caller.workspaceId, id, { control: decision.control });
-      }
-      const final = isFinal(decision.to);
-      const updated = await runs.update(caller.workspaceId, id, {
-        status: decision.to,
-        control: null,
-        ...(decision.to === 'Cancelled'
-          ? { failure_reason: 'cancelled', error: `cancelled by ${caller.userId}` }
-          : {}),
-        ...(final ? { finished_at: new Date() } : {}),
-      });
-      const type = { Paused: 'run.paused', Cancelled: 'run.cancelled', Queued: 'run.resumed' }[
-        decision.to as 'Paused'
-      ];
-      log.event(type, { by: caller.userId });
-      if (decision.to === 'Paused' || decision.to === 'Cancelled') {
-        await log.activity({
-          kind: decision.to === 'Paused' ? 'workflow.paused' : 'workflow.cancelled',
-          subjectType: 'run',
-          subjectId: id,
-          message: `Workflow “${current.workflow_name}” ${decision.to.toLowerCase()}`,
-          data: { workflow_id: current.workflow_id },
-          actor: caller.userId,
+    const changed = await deps.commit(
+      run,
+      async (tx, log) => {
+        const runs = createRunsRepository(tx);
+        const current = await runs.findForUpdate(caller.workspaceId, id);
+        if (!current) throw notFound('run', id);
+        const decision = decide(current);
+        if (!decision) {
+          throw conflict('run_state_conflict', `cannot ${action} a run that is ${current.status}`);
+        }
+        if ('control' in decision) {
+          log.event(`run.${decision.control}_requested`, { by: caller.userId });
+          return runs.update(caller.workspaceId, id, { control: decision.control });
+        }
+        const final = isFinal(decision.to);
+        const updated = await runs.update(caller.workspaceId, id, {
+          status: decision.to,
+          control: null,
+          ...(decision.to === 'Cancelled'
+            ? { failure_reason: 'cancelled', error: `cancelled by ${caller.userId}` }
+            : {}),
+          ...(final ? { finished_at: new Date() } : {}),
         });
-      }
-      return updated;
-    });
+        const type = { Paused: 'run.paused', Cancelled: 'run.cancelled', Queued: 'run.resumed' }[
+          decision.to as 'Paused'
+        ];
+        log.event(type, { by: caller.userId });
+        if (decision.to === 'Paused' || decision.to === 'Cancelled') {
+          await log.activity({
+            kind: decision.to === 'Paused' ? 'workflow.paused' : 'workflow.cancelled',
+            subjectType: 'run',
+            subjectId: id,
+            message: `Workflow “${current.workflow_name}” ${decision.to.toLowerCase()}`,
+            data: { workflow_id: current.workflow_id },
+            actor: caller.userId,
+          });
+        }
+        return updated;
+      },
+      { rowLocked: true },
+    ); // findForUpdate took the row lock first
     if (!changed) throw notFound('run', id);
     if (changed.workflow_id && changed.status !== 'Running') {
       await deps.workflows
@@ -153,23 +157,27 @@ export function createRunsService(deps: RunsDependencies) {
         );
       }
       const id = randomUUID();
-      const inserted = await deps.commit({ id, workspace_id: caller.workspaceId }, async (tx, log) => {
-        const row = await createRunsRepository(tx).insert({
-          id,
-          workspace_id: caller.workspaceId,
-          workflow_id: workflow.id,
-          workflow_name: workflow.name,
-          inputs,
-          context,
-          plan: { goal: goal.text, execution_policy: workflow.execution_policy },
-          agent_ids: workflow.agents,
-          context_fields: Object.keys(context).sort(),
-          idempotency_key: idempotencyKey ?? null,
-          created_by: caller.userId,
-        });
-        if (row) log.event('run.queued', { workflow_id: workflow.id, inputs: Object.keys(inputs) });
-        return row;
-      });
+      const inserted = await deps.commit(
+        { id, workspace_id: caller.workspaceId },
+        async (tx, log) => {
+          const row = await createRunsRepository(tx).insert({
+            id,
+            workspace_id: caller.workspaceId,
+            workflow_id: workflow.id,
+            workflow_name: workflow.name,
+            inputs,
+            context,
+            plan: { goal: goal.text, execution_policy: workflow.execution_policy },
+            agent_ids: workflow.agents,
+            context_fields: Object.keys(context).sort(),
+            idempotency_key: idempotencyKey ?? null,
+            created_by: caller.userId,
+          });
+          if (row) log.event('run.queued', { workflow_id: workflow.id, inputs: Object.keys(inputs) });
+          return row;
+        },
+        { rowLocked: true },
+      ); // the row is new: this transaction holds it
       if (!inserted) {
         // A concurrent request with the same key won the insert.
         const existing = await repo.findByIdempotencyKey(caller.workspaceId, idempotencyKey as string);
