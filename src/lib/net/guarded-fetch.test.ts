@@ -68,6 +68,21 @@ describe('createGuardedFetch', () => {
     expect(seen).toHaveLength(count);
   });
 
+  it('reuses a kept-alive socket for the next request to the same vetted address', async () => {
+    const sockets = new Set<unknown>();
+    const onConnection = (socket: unknown) => sockets.add(socket);
+    server.on('connection', onConnection);
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const response = await open(`${base}/again`, { method: 'POST', body: String(i) });
+        expect(await response.json()).toEqual({ echoed: String(i) });
+      }
+      expect(sockets.size).toBeLessThanOrEqual(1);
+    } finally {
+      server.off('connection', onConnection);
+    }
+  });
+
   it('does not follow redirects', async () => {
     const response = await open(`${base}/redirect`);
     expect(response.status).toBe(302);

@@ -15,6 +15,35 @@ export class AddressRefusedError extends Error {
   }
 }
 
+/**
+ * Idle keep-alive sockets close after this long (ms): below the 5 s that Node's and uvicorn's
+ * servers keep an idle connection, so a socket is not reused just as the server closes it.
+ */
+const IDLE_SOCKET_MS = 4_000;
+const MAX_PINNED_AGENTS = 256;
+const pinnedAgents = new Map<string, http.Agent>();
+
+/**
+ * The keep-alive agent of one vetted address (protocol, address and port): a provider's
+ * sockets are reused across calls instead of a TCP (and TLS) handshake per model call. Keyed
+ * by the address the guard vetted for this request, so a pooled socket only ever leads where
+ * a fresh one would; the host name is part of the agent's own pool key (Host header, SNI).
+ */
+function pinnedAgent(protocol: string, address: string, port: string): http.Agent {
+  const key = `${protocol}//[${address}]:${port}`;
+  const found = pinnedAgents.get(key);
+  if (found) return found;
+  const options = { keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' as const, maxSockets: 256 };
+  const agent = protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
+  if (pinnedAgents.size >= MAX_PINNED_AGENTS) {
+    const [oldest, evicted] = pinnedAgents.entries().next().value as [string, http.Agent];
+    pinnedAgents.delete(oldest);
+    evicted.destroy();
+  }
+  pinnedAgents.set(key, agent);
+  return agent;
+}
+
 /** Statuses whose response has no body (a `Response` refuses one). */
 const NO_BODY = new Set([101, 103, 204, 205, 304]);
 
@@ -25,7 +54,7 @@ const NO_BODY = new Set([101, 103, 204, 205, 304]);
  * still verified against it). The global fetch cannot be pinned without re-resolving, which
  * would let a DNS answer that changes between check and connect (rebinding) redirect it.
  * Redirects are never followed: a 3xx is answered as it is. `policy` is read per request, so a
- * workspace's setting applies from its next request.
+ * workspace's setting applies from its next request. Sockets are kept alive per vetted address.
  */
 export function createGuardedFetch(policy: () => AddressPolicy | Promise<AddressPolicy>): FetchFunction {
   return async (input, init = {}) => {
@@ -55,7 +84,7 @@ export function createGuardedFetch(policy: () => AddressPolicy | Promise<Address
         {
           method,
           headers: Object.fromEntries(headers),
-          agent: false,
+          agent: pinnedAgent(url.protocol, vetted.address, url.port),
           lookup: pinnedLookup(vetted.address, vetted.family),
           ...(signal ? { signal } : {}),
         },
