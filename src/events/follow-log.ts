@@ -2,7 +2,7 @@ import type { EventHub } from './event-hub.ts';
 
 /** How a reader follows one append-only log (an activity feed, a run's events). */
 export interface FollowLogOptions<Row extends { id: number }> {
-  hub: EventHub;
+  hub: Pick<EventHub, 'subscribe'>;
   /** The hub topic the log's writers publish to after commit (`activity:<workspace id>`). */
   topic: string;
   /**

@@ -180,6 +180,13 @@ describe('timeout and control', () => {
     expect(pause.json()).toMatchObject({ status: 'Running', control: 'pause' });
     const paused = await waitFor(runId, (run) => run.status === 'Paused');
     expect(paused).toMatchObject({ next_step: 1, control: null });
+    // The events of a paused run end at its pause (it may rest for days).
+    const whilePaused = await t.call(alice, 'GET', `/api/runs/${runId}/events`);
+    expect(
+      parseEventStream(whilePaused.body)
+        .map((e) => e.event)
+        .slice(-2),
+    ).toEqual(['step.completed', 'run.paused']);
     expect(paused.steps.map((s: Run) => s.status)).toEqual(['Completed']);
     const again = await t.call(alice, 'POST', `/api/runs/${runId}/pause`);
     expect(again.statusCode).toBe(409);
@@ -188,6 +195,15 @@ describe('timeout and control', () => {
     const run = await waitFor(runId, finished);
     expect(run).toMatchObject({ status: 'Completed', output: 'second', agents_used: ['A0', 'A1'] });
     expect(llm.modelRequests()).toHaveLength(2);
+    // Replayed after the resume, the same log goes on past the pause to the end.
+    const events = parseEventStream((await t.call(alice, 'GET', `/api/runs/${runId}/events`)).body);
+    expect(events.map((e) => e.event)).toContain('run.paused');
+    expect(events.at(-1)?.event).toBe('run.completed');
+    // Resumed after its last event, a finished run's stream ends at once.
+    const atEnd = await t.call(alice, 'GET', `/api/runs/${runId}/events`, undefined, {
+      headers: { 'last-event-id': String(events.at(-1)?.id) },
+    });
+    expect(parseEventStream(atEnd.body).map((e) => e.event)).toEqual(['run']);
   });
 
   it('pause and cancel a queued run at once', async () => {

@@ -4,6 +4,7 @@ import type { Caller } from '../../caller.ts';
 import type { Db } from '../../db/transaction.ts';
 import { AppError, conflict, invalidFields, notFound } from '../../errors.ts';
 import type { EventHub } from '../../events/event-hub.ts';
+import { followLog } from '../../events/follow-log.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import type { CommitRunChange } from './run-log.ts';
 import { canTransition, isFinal, renderGoal } from './run-state.ts';
@@ -250,43 +251,28 @@ export function createRunsService(deps: RunsDependencies) {
     ): AsyncGenerator<RunStreamEvent> {
       const run = await get(caller, id);
       yield { event: 'run', data: publicRun(run) };
-      let wake: (() => void) | undefined;
-      const unsubscribe = deps.hub.subscribe(`run:${id}`, () => wake?.());
-      let last = after;
-      try {
-        for (;;) {
-          const rows = await repo.eventsAfter(id, last, REPLAY_BATCH);
-          for (const row of rows) {
-            last = row.id;
-            yield {
-              id: row.id,
-              event: row.type,
-              data: { ...row.data, run_id: id, created_at: row.created_at },
-            };
-            if (ENDING_EVENTS.has(row.type)) return;
-          }
-          if (rows.length === REPLAY_BATCH) continue;
-          const now = await repo.find(caller.workspaceId, id);
-          if (!now || (isFinal(now.status) && (await repo.eventsAfter(id, last, 1)).length === 0)) return;
-          if (now.status === 'Paused') {
-            // Paused runs can wait for days: the stream ends, and a client reconnects after resuming.
-            return;
-          }
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              clearTimeout(timer);
-              signal.removeEventListener('abort', done);
-              wake = undefined;
-              resolve();
-            };
-            const timer = setTimeout(done, STREAM_POLL_MS);
-            signal.addEventListener('abort', done, { once: true });
-            wake = done;
-          });
-          if (signal.aborted) return;
-        }
-      } finally {
-        unsubscribe();
+      /** Paused (runs can stay paused for days) with nothing after `eventId`: the stream ends. */
+      const restsAfter = async (eventId: number) => {
+        const now = await repo.find(caller.workspaceId, id);
+        const resting = !now || isFinal(now.status) || now.status === 'Paused';
+        return resting && (await repo.eventsAfter(id, eventId, 1)).length === 0;
+      };
+      // A client resuming after the run's last event gets the snapshot and the end at once.
+      if ((isFinal(run.status) || run.status === 'Paused') && (await restsAfter(after))) return;
+      const followed = await followLog({
+        hub: deps.hub,
+        topic: `run:${id}`,
+        after,
+        latestId: async () => after,
+        readAfter: async (from, limit) => ({ rows: await repo.eventsAfter(id, from, limit) }),
+        signal,
+        batchSize: REPLAY_BATCH,
+        recheckMs: STREAM_POLL_MS,
+      });
+      for await (const row of followed.rows) {
+        yield { id: row.id, event: row.type, data: { ...row.data, run_id: id, created_at: row.created_at } };
+        if (ENDING_EVENTS.has(row.type)) return;
+        if (row.type === 'run.paused' && (await restsAfter(row.id))) return;
       }
     },
 
