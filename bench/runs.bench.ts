@@ -54,6 +54,8 @@ const POSTERS = Number(process.env.BENCH_POSTERS ?? 16);
 const CHAT_REQUESTS = Number(process.env.BENCH_CHAT_REQUESTS ?? 200);
 const CHAT_STREAMS = Number(process.env.BENCH_CHAT_STREAMS ?? 200);
 const IDLE_RUNS = Number(process.env.BENCH_IDLE_RUNS ?? 100);
+/** A provider's time to first byte in the second chat series (hosted models take 200 ms to seconds). */
+const SLOW_FIRST_BYTE_MS = 50;
 /** Jobs each consuming process runs at once (the product's default WORKER_CONCURRENCY). */
 const CONCURRENCY = Number(process.env.WORKER_CONCURRENCY ?? 10);
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
@@ -402,6 +404,9 @@ async function readChat(
 }
 
 interface ChatFigures {
+  /** Added time with a provider that takes SLOW_FIRST_BYTE_MS to its first byte. */
+  slowAddedP50: number;
+  slowAddedP99: number;
   addedP50: number;
   addedP99: number;
   clientP50: number;
@@ -417,35 +422,54 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number;
 };
 
-async function benchChat(server: ApiServer, llm: LlmServer): Promise<ChatFigures> {
+/**
+ * Sequential chats: the platform's added time to the first `delta`, that is the client's time
+ * from sending to its first `delta` less the provider's own time to first byte. The first 20
+ * warm the JIT and the pools.
+ */
+async function timeFirstDelta(
+  server: ApiServer,
+  llm: LlmServer,
+  requests: number,
+  firstByteDelayMs: number,
+): Promise<{ added: number[]; client: number[]; provider: number[]; errors: number }> {
   llm.reset();
-  llm.fallbackReply = { type: 'text', text: ['Hello', ' from', ' the loopback model.'] };
+  llm.fallbackReply = { type: 'text', text: ['Hello', ' from', ' the loopback model.'], firstByteDelayMs };
   const added: number[] = [];
   const client: number[] = [];
   const provider: number[] = [];
-  let chatErrors = 0;
-  for (let i = 0; i < CHAT_REQUESTS + 20; i++) {
+  let errors = 0;
+  for (let i = 0; i < requests + 20; i++) {
     const before = llm.modelRequests().length;
     const sentAt = performance.now();
     const response = await call(server, 'POST', '/api/chat', { message: `Question ${i}` });
     if (response.status !== 200) {
-      chatErrors += 1;
+      errors += 1;
       await response.arrayBuffer();
       continue;
     }
     const read = await readChat(response, sentAt);
     const request = llm.modelRequests()[before];
     if (!read.done || read.firstDeltaMs === undefined || request?.firstByteAt === undefined) {
-      chatErrors += 1;
+      errors += 1;
       continue;
     }
-    // The first 20 warm the JIT and the pools.
     if (i < 20) continue;
     const providerMs = request.firstByteAt - request.arrivedAt;
     client.push(read.firstDeltaMs);
     provider.push(providerMs);
     added.push(read.firstDeltaMs - providerMs);
   }
+  return { added, client, provider, errors };
+}
+
+async function benchChat(server: ApiServer, llm: LlmServer): Promise<ChatFigures> {
+  const instant = await timeFirstDelta(server, llm, CHAT_REQUESTS, 0);
+  const slow = await timeFirstDelta(server, llm, Math.ceil(CHAT_REQUESTS / 2), SLOW_FIRST_BYTE_MS);
+  const added = instant.added;
+  const client = instant.client;
+  const provider = instant.provider;
+  const chatErrors = instant.errors + slow.errors;
 
   llm.reset();
   llm.fallbackReply = {
@@ -473,6 +497,8 @@ async function benchChat(server: ApiServer, llm: LlmServer): Promise<ChatFigures
   const streamsSeconds = (performance.now() - started) / 1000;
   const streamsCompleted = outcomes.filter(Boolean).length;
   return {
+    slowAddedP50: percentile(slow.added, 50),
+    slowAddedP99: percentile(slow.added, 99),
     addedP50: percentile(added, 50),
     addedP99: percentile(added, 99),
     clientP50: percentile(client, 50),
@@ -634,6 +660,11 @@ const rows: Row[] = [
   [
     `chat: added time to first \`delta\` p50 / p99 (${CHAT_REQUESTS} sequential)`,
     (c) => (c.chat ? `${ms(c.chat.addedP50)} / ${ms(c.chat.addedP99)}` : '–'),
+    'p50 < 5 ms',
+  ],
+  [
+    `chat: the same with a provider taking ${SLOW_FIRST_BYTE_MS} ms to its first byte (${Math.ceil(CHAT_REQUESTS / 2)} sequential)`,
+    (c) => (c.chat ? `${ms(c.chat.slowAddedP50)} / ${ms(c.chat.slowAddedP99)}` : '–'),
     'p50 < 5 ms',
   ],
   [
