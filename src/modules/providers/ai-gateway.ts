@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import {
@@ -10,6 +11,7 @@ import {
   tool,
 } from 'ai';
 import { AppError, type FieldError } from '../../errors.ts';
+import { LruCache } from '../../lib/lru-cache.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { AddressRefusedError, createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import type { ComponentHealth } from '../../lifecycle.ts';
@@ -32,6 +34,8 @@ export const HEALTH_CACHE_MS = 60_000;
 export const MAX_PROBES = 10;
 
 const COMPONENT = 'LLM Providers';
+/** AI SDK models kept built (workspace, provider settings, model name, key). */
+const MODEL_CACHE_SIZE = 500;
 
 type Settings = Awaited<ReturnType<typeof settingsOf>>;
 type ProviderConfig = Settings['providers'][number];
@@ -77,6 +81,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
   const now = deps.now ?? (() => performance.now());
   const inFlight = new Set<AbortController>();
   let cachedHealth: { at: number; value: Promise<ComponentHealth> } | undefined;
+  const models = new LruCache<string, ReturnType<typeof buildLanguageModel>>(MODEL_CACHE_SIZE);
 
   /** The provider's key from the vault: `api_key`, else `token`; undefined for keyless servers. */
   async function keyOf(request: ModelRequest, provider: ProviderConfig): Promise<string | undefined> {
@@ -110,7 +115,29 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     });
   }
 
+  /**
+   * The AI SDK model for a provider's model name, built once per workspace, provider settings
+   * and key (building one costs about a millisecond of CPU per call) and kept while they stay
+   * the same: a changed base URL, header or key makes a new one. The key is part of the cache
+   * key only through a digest.
+   */
   function languageModel(
+    provider: ProviderConfig,
+    name: string,
+    key: string | undefined,
+    workspaceId: string,
+  ) {
+    const cacheKey = `${workspaceId}\n${name}\n${JSON.stringify(provider)}\n${
+      key === undefined ? '' : createHash('sha256').update(key).digest('base64url')
+    }`;
+    const cached = models.get(cacheKey);
+    if (cached) return cached;
+    const model = buildLanguageModel(provider, name, key, workspaceId);
+    models.set(cacheKey, model, Number.POSITIVE_INFINITY);
+    return model;
+  }
+
+  function buildLanguageModel(
     provider: ProviderConfig,
     name: string,
     key: string | undefined,
