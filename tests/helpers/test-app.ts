@@ -44,7 +44,17 @@ export async function createTestDatabaseEnv(): Promise<TestDatabaseEnv> {
   const base: NodeJS.ProcessEnv = { NODE_ENV: 'test', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...redis.env };
   if (!onPostgres) {
     return {
-      env: { ...base, POSTGRES_HOST: '', POSTGRES_DB: '', POSTGRES_USER: '', POSTGRES_PASSWORD: '' },
+      env: {
+        ...base,
+        POSTGRES_HOST: '',
+        POSTGRES_DB: '',
+        POSTGRES_USER: '',
+        POSTGRES_PASSWORD: '',
+        // A busy CI machine can keep PGlite's connection longer than the service's 300 ms
+        // (a run executing beside the request): tests wait, and the tests of database_busy
+        // set their own limits.
+        DB_QUEUE_TIMEOUT_MS: '10000',
+      },
       dataDir,
       drop: async () => {
         fs.rmSync(dataDir, { recursive: true, force: true });
