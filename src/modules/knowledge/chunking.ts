@@ -77,7 +77,10 @@ function checkOptions(options: ChunkingOptions): void {
 }
 
 /** Cuts text into chunks; see the file header for the rules. */
-export function chunkDocument(doc: Pick<ExtractedDocument, 'blocks' | 'title'>, options: ChunkingOptions): Chunk[] {
+export function chunkDocument(
+  doc: Pick<ExtractedDocument, 'blocks' | 'title'>,
+  options: ChunkingOptions,
+): Chunk[] {
   checkOptions(options);
   const packer = new ChunkPacker(options);
   const trail: { level: number; text: string }[] = [];

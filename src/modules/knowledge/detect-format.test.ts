@@ -50,18 +50,30 @@ describe('detectFormat', () => {
   });
 
   it('uses the media type when the name has no known extension, ignoring its parameters', () => {
-    const detected = detectFormat({ filename: 'upload', mediaType: 'text/markdown; charset=utf-8', bytes: utf8('# A') });
+    const detected = detectFormat({
+      filename: 'upload',
+      mediaType: 'text/markdown; charset=utf-8',
+      bytes: utf8('# A'),
+    });
     expect(detected.format).toBe('markdown');
-    expect(detectFormat({ filename: 'x', mediaType: 'application/ld+json', bytes: utf8('{}') }).format).toBe('json');
+    expect(detectFormat({ filename: 'x', mediaType: 'application/ld+json', bytes: utf8('{}') }).format).toBe(
+      'json',
+    );
   });
 
   it('lets the extension choose between readings of text when the media type says another', () => {
-    expect(detectFormat({ filename: 'a.csv', mediaType: 'text/plain', bytes: utf8('a,b\n1,2') }).format).toBe('csv');
-    expect(detectFormat({ filename: 'a.md', mediaType: 'text/html', bytes: utf8('# A') }).format).toBe('markdown');
+    expect(detectFormat({ filename: 'a.csv', mediaType: 'text/plain', bytes: utf8('a,b\n1,2') }).format).toBe(
+      'csv',
+    );
+    expect(detectFormat({ filename: 'a.md', mediaType: 'text/html', bytes: utf8('# A') }).format).toBe(
+      'markdown',
+    );
   });
 
   it('sniffs JSON and HTML in text that nothing names, and takes the rest as plain text', () => {
-    expect(detectFormat({ filename: 'LICENSE', bytes: utf8('MIT License\n\nCopyright') }).format).toBe('text');
+    expect(detectFormat({ filename: 'LICENSE', bytes: utf8('MIT License\n\nCopyright') }).format).toBe(
+      'text',
+    );
     expect(detectFormat({ filename: 'dump', bytes: utf8(' {"a": [1, 2]}') }).format).toBe('json');
     expect(detectFormat({ filename: 'dump', bytes: utf8('{not json') }).format).toBe('text');
     expect(detectFormat({ filename: 'saved', bytes: utf8('<!DOCTYPE html><p>x') }).format).toBe('html');
@@ -69,7 +81,9 @@ describe('detectFormat', () => {
 
   it('recognises a PDF by its bytes, even with junk before the header, when nothing claims otherwise', () => {
     expect(detectFormat({ filename: 'report.pdf', bytes: PDF }).format).toBe('pdf');
-    expect(detectFormat({ filename: 'download', mediaType: 'application/octet-stream', bytes: PDF }).format).toBe('pdf');
+    expect(
+      detectFormat({ filename: 'download', mediaType: 'application/octet-stream', bytes: PDF }).format,
+    ).toBe('pdf');
     expect(detectFormat({ filename: 'x.pdf', bytes: bytesOf('\n\n  ', [...PDF]) }).format).toBe('pdf');
   });
 
@@ -109,8 +123,12 @@ describe('detectFormat', () => {
   it('refuses binary formats it does not read as unsupported_type when nothing claims otherwise', () => {
     const zip = failure({ filename: 'slides.pptx', bytes: ZIP });
     expect(zip.reason).toBe('unsupported_type');
-    expect(zip.message).toContain('Supported formats: PDF, Markdown, HTML, plain text, JSON, CSV and source code.');
-    expect(failure({ filename: 'photo.png', mediaType: 'image/png', bytes: PNG }).reason).toBe('unsupported_type');
+    expect(zip.message).toContain(
+      'Supported formats: PDF, Markdown, HTML, plain text, JSON, CSV and source code.',
+    );
+    expect(failure({ filename: 'photo.png', mediaType: 'image/png', bytes: PNG }).reason).toBe(
+      'unsupported_type',
+    );
     expect(failure({ filename: 'blob', bytes: bytesOf([0x00, 0x01, 0x02, 0x03, 0xfe, 0x80]) })).toEqual({
       reason: 'unsupported_type',
       message: expect.stringContaining('binary data, not text'),
@@ -118,7 +136,9 @@ describe('detectFormat', () => {
   });
 
   it('treats NUL bytes or control characters in a named text file as binary', () => {
-    expect(failure({ filename: 'notes.txt', bytes: bytesOf('abc', [0x00], 'def') }).reason).toBe('type_mismatch');
+    expect(failure({ filename: 'notes.txt', bytes: bytesOf('abc', [0x00], 'def') }).reason).toBe(
+      'type_mismatch',
+    );
     const noisy = new Uint8Array(400).map((_, index) => (index % 3 === 0 ? 0x01 : 0x41));
     expect(failure({ filename: 'notes.txt', bytes: noisy }).reason).toBe('type_mismatch');
   });
@@ -127,7 +147,10 @@ describe('detectFormat', () => {
     const bom = detectFormat({ filename: 'a.txt', bytes: bytesOf([0xef, 0xbb, 0xbf], 'café') });
     expect(bom).toMatchObject({ text: 'café', encoding: 'utf-8' });
     const utf16 = new Uint8Array([0xff, 0xfe, ...[...'hé'].flatMap((c) => [c.charCodeAt(0), 0])]);
-    expect(detectFormat({ filename: 'a.txt', bytes: utf16 })).toMatchObject({ text: 'hé', encoding: 'utf-16le' });
+    expect(detectFormat({ filename: 'a.txt', bytes: utf16 })).toMatchObject({
+      text: 'hé',
+      encoding: 'utf-16le',
+    });
     const latin = bytesOf('na', [0xef], 've caf', [0xe9], ' ', [0x80], '5');
     expect(detectFormat({ filename: 'a.csv', bytes: latin })).toMatchObject({
       text: 'naïve café €5',

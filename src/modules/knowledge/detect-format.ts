@@ -30,7 +30,10 @@ export type DetectedFile =
 export type TextEncoding = 'utf-8' | 'utf-16le' | 'utf-16be' | 'windows-1252';
 
 /** What a file name or a media type says a file is. */
-type Claim = { kind: 'format'; format: DocumentFormat; language?: string } | { kind: 'text' } | { kind: 'binary' };
+type Claim =
+  | { kind: 'format'; format: DocumentFormat; language?: string }
+  | { kind: 'text' }
+  | { kind: 'binary' };
 
 const FORMAT_NAMES: Record<DocumentFormat, string> = {
   pdf: 'PDF',
@@ -278,7 +281,13 @@ function binarySignature(bytes: Uint8Array): string | undefined {
 
 /** C0 control characters that do not occur in text (all but tab, line feed, form feed, CR, ESC). */
 const isStrayControl = (code: number): boolean =>
-  code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0b && code !== 0x0c && code !== 0x0d && code !== 0x1b;
+  code < 0x20 &&
+  code !== 0x09 &&
+  code !== 0x0a &&
+  code !== 0x0b &&
+  code !== 0x0c &&
+  code !== 0x0d &&
+  code !== 0x1b;
 
 /** Share of stray control characters above which decoded "text" is really binary data. */
 const MAX_STRAY_CONTROL_SHARE = 0.01;
@@ -349,7 +358,11 @@ function claimant(filename: string, mediaType: string | undefined, nameClaim: Cl
  * Recognises a file as one of the supported formats, or throws the `ExtractionError` that says
  * why not: `empty`, `unsupported_type` or `type_mismatch`.
  */
-export function detectFormat(input: { filename: string; mediaType?: string; bytes: Uint8Array }): DetectedFile {
+export function detectFormat(input: {
+  filename: string;
+  mediaType?: string;
+  bytes: Uint8Array;
+}): DetectedFile {
   const { filename, mediaType, bytes } = input;
   const shown = `"${baseName(filename)}"`;
   if (bytes.length === 0) throw new ExtractionError('empty', `${shown} is empty`);
@@ -361,7 +374,10 @@ export function detectFormat(input: { filename: string; mediaType?: string; byte
     const contradiction = claims.find((claim) => !(claim.kind === 'format' && claim.format === 'pdf'));
     if (contradiction) {
       const who = contradiction === nameClaim ? nameClaim : undefined;
-      throw new ExtractionError('type_mismatch', `${claimant(filename, mediaType, who)} but is a PDF document`);
+      throw new ExtractionError(
+        'type_mismatch',
+        `${claimant(filename, mediaType, who)} but is a PDF document`,
+      );
     }
     return { format: 'pdf', bytes };
   }
@@ -375,14 +391,22 @@ export function detectFormat(input: { filename: string; mediaType?: string; byte
       const who = readable === nameClaim ? nameClaim : undefined;
       throw new ExtractionError('type_mismatch', `${claimant(filename, mediaType, who)} but is ${what}`);
     }
-    throw new ExtractionError('unsupported_type', `${shown} is ${what}, which cannot be indexed. ${SUPPORTED}`);
+    throw new ExtractionError(
+      'unsupported_type',
+      `${shown} is ${what}, which cannot be indexed. ${SUPPORTED}`,
+    );
   }
 
-  const lie = claims.find((claim) => claim.kind === 'binary' || (claim.kind === 'format' && claim.format === 'pdf'));
+  const lie = claims.find(
+    (claim) => claim.kind === 'binary' || (claim.kind === 'format' && claim.format === 'pdf'),
+  );
   if (lie) {
     const who = lie === nameClaim ? nameClaim : undefined;
     const expected = lie.kind === 'format' ? ' (a PDF starts with "%PDF-")' : '';
-    throw new ExtractionError('type_mismatch', `${claimant(filename, mediaType, who)} but is text${expected}`);
+    throw new ExtractionError(
+      'type_mismatch',
+      `${claimant(filename, mediaType, who)} but is text${expected}`,
+    );
   }
   if (decoded.text.trim() === '') throw new ExtractionError('empty', `${shown} contains only whitespace`);
 

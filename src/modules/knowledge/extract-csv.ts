@@ -91,7 +91,9 @@ export function extractCsv(text: string, displayName: string, extension: string)
     lines = parse(text, options as unknown as Options) as unknown as string[];
   } catch (error) {
     if (!(error instanceof CsvError)) throw error;
-    throw new ExtractionError('corrupt', `${displayName} is not valid CSV: ${error.message}`, { cause: error });
+    throw new ExtractionError('corrupt', `${displayName} is not valid CSV: ${error.message}`, {
+      cause: error,
+    });
   }
   const columnNames = header ?? [];
   const blocks: ContentBlock[] =

@@ -123,7 +123,8 @@ class HtmlBlockCollector {
     | undefined;
 
   onOpen(name: string, attributes: Record<string, string>): void {
-    if (this.open.length >= MAX_DEPTH) throw new RangeError(`HTML elements nested more than ${MAX_DEPTH} deep`);
+    if (this.open.length >= MAX_DEPTH)
+      throw new RangeError(`HTML elements nested more than ${MAX_DEPTH} deep`);
     const dropped = (this.open.at(-1)?.dropped ?? false) || isDropped(name, attributes);
     this.open.push({ name, dropped });
     if (dropped) return;

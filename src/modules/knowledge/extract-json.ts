@@ -74,7 +74,10 @@ function inlineArray(value: Json[]): string | undefined {
   return text.includes('\n') ? undefined : text;
 }
 
-const bullet = (lines: string[]): string[] => [`- ${lines[0] ?? ''}`, ...lines.slice(1).map((line) => `  ${line}`)];
+const bullet = (lines: string[]): string[] => [
+  `- ${lines[0] ?? ''}`,
+  ...lines.slice(1).map((line) => `  ${line}`),
+];
 
 /** A JSON value as indented lines. */
 function renderLines(value: Json, depth: number): string[] {

@@ -52,7 +52,9 @@ function inlineText(tokens: Token[] | undefined): string {
       case 'text':
         // A line break inside text is a soft break, a space; hard breaks arrive as `br`.
         text +=
-          'tokens' in token && token.tokens ? inlineText(token.tokens) : decodeHTML(token.text).replace(/\n/g, ' ');
+          'tokens' in token && token.tokens
+            ? inlineText(token.tokens)
+            : decodeHTML(token.text).replace(/\n/g, ' ');
         break;
       case 'escape':
       case 'codespan':
@@ -205,7 +207,8 @@ export function markdownTooDeep(text: string): boolean {
       const code = text.charCodeAt(index);
       if (code === SPACE) columns += 1;
       else if (code === TAB) columns += 4;
-      else if (code === 0x3e) containers += 1; // >
+      else if (code === 0x3e)
+        containers += 1; // >
       else if ((code === 0x2d || code === 0x2a || code === 0x2b) && isBlank(text.charCodeAt(index + 1))) {
         containers += 1; // - * + followed by a blank: a bullet
       } else if (isDigit(code)) {

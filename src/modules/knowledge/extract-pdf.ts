@@ -48,7 +48,11 @@ export interface PdfDocument {
 }
 
 /** Reads a PDF's title and text; `displayName` names the file in messages. */
-export async function extractPdf(bytes: Uint8Array, displayName: string, signal?: AbortSignal): Promise<PdfDocument> {
+export async function extractPdf(
+  bytes: Uint8Array,
+  displayName: string,
+  signal?: AbortSignal,
+): Promise<PdfDocument> {
   // pdf.js may take ownership of (detach) the buffer it is given: hand it a copy.
   const pdf = await openPdf(bytes.slice(), displayName);
   try {
@@ -134,7 +138,11 @@ function itemsToLines(items: PdfTextItem[]): TextLine[] {
   for (const item of items) {
     if (typeof item.str !== 'string') continue;
     if (current === undefined && item.str.trim() !== '') {
-      current = { text: '', y: item.transform?.[5] ?? 0, height: item.height || Math.abs(item.transform?.[3] ?? 0) };
+      current = {
+        text: '',
+        y: item.transform?.[5] ?? 0,
+        height: item.height || Math.abs(item.transform?.[3] ?? 0),
+      };
     }
     if (current) current.text += item.str;
     if (item.hasEOL && current) {

@@ -100,7 +100,11 @@ export class ExtractionPool {
       pooled.worker.ref();
     } else {
       const resourceLimits = { maxOldGenerationSizeMb: this.options.memoryMb };
-      pooled = { worker: new Worker(WORKER_URL, { resourceLimits }) };
+      const worker = new Worker(WORKER_URL, { resourceLimits });
+      // A thread's errors are reported to the file it is reading (runOnWorker); this listener
+      // only keeps one that arrives between files from being an unhandled 'error' event.
+      worker.on('error', () => undefined);
+      pooled = { worker };
     }
     this.busy.add(pooled);
     return pooled;

@@ -8,7 +8,12 @@ import type { ContentBlock } from './document.ts';
 /** Plain text: one paragraph per run of non-blank lines, its line breaks kept. */
 export function extractPlainText(text: string): ContentBlock[] {
   return groupLines(text.split('\n'), (line, previousBlank) => previousBlank && line.trim() !== '')
-    .map((lines) => lines.map((line) => line.trimEnd()).join('\n').trim())
+    .map((lines) =>
+      lines
+        .map((line) => line.trimEnd())
+        .join('\n')
+        .trim(),
+    )
     .filter((paragraph) => paragraph !== '')
     .map((paragraph) => ({ kind: 'paragraph', text: paragraph }));
 }
@@ -21,7 +26,12 @@ export function extractPlainText(text: string): ContentBlock[] {
 export function extractCode(text: string, language: string | undefined): ContentBlock[] {
   const startsUnit = (line: string, previousBlank: boolean) => previousBlank && /^\S/.test(line);
   return groupLines(text.split('\n'), startsUnit)
-    .map((lines) => lines.join('\n').replace(/^\s*\n/, '').trimEnd())
+    .map((lines) =>
+      lines
+        .join('\n')
+        .replace(/^\s*\n/, '')
+        .trimEnd(),
+    )
     .filter((code) => code.trim() !== '')
     .map((code) => ({ kind: 'code', text: code, ...(language ? { language } : {}) }));
 }

@@ -38,7 +38,10 @@ async function run(job: ExtractionJob): Promise<ExtractionOutcome> {
     if (error instanceof ExtractionError) {
       return { ok: false, failure: { reason: error.reason, message: error.message } };
     }
-    return { ok: false, unexpected: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+    return {
+      ok: false,
+      unexpected: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    };
   }
 }
 

@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createDocumentExtractor, type DocumentExtractor, ExtractionError, extractDocument } from './extract.ts';
+import {
+  createDocumentExtractor,
+  type DocumentExtractor,
+  ExtractionError,
+  extractDocument,
+} from './extract.ts';
 
 /**
  * The isolation around the readers (read-document.test.ts tests the readers themselves): files
@@ -46,7 +51,11 @@ describe('extractDocument', () => {
   it('reads files in a worker thread and returns the same document as reading in place', async () => {
     const doc = await extractDocument({ filename: 'guide.pdf', bytes: fixture('guide.pdf') });
     expect(doc).toMatchObject({ format: 'pdf', title: 'Composting at Home', metadata: { pages: 2 } });
-    const md = await extractDocument({ filename: 'guide.md', mediaType: 'text/markdown', bytes: fixture('guide.md') });
+    const md = await extractDocument({
+      filename: 'guide.md',
+      mediaType: 'text/markdown',
+      bytes: fixture('guide.md'),
+    });
     expect(md.blocks.filter((block) => block.kind === 'heading').map((block) => block.text)).toEqual([
       'Field Guide',
       'Install',
@@ -70,7 +79,10 @@ describe('extractDocument', () => {
   it('turns a file that needs more memory than allowed into corrupt, and carries on', async () => {
     const tight = extractor({ memoryMb: 16, size: 1 });
     const error = await rejection(tight.extract({ filename: 'big.md', bytes: bigMarkdown(4) }));
-    expect(error).toMatchObject({ reason: 'corrupt', message: '"big.md" needs more than 16 MB of memory to read' });
+    expect(error).toMatchObject({
+      reason: 'corrupt',
+      message: '"big.md" needs more than 16 MB of memory to read',
+    });
     const next = await tight.extract({ filename: 'small.md', bytes: utf8('# Small\n\nstill read') });
     expect(next.title).toBe('Small');
   });
@@ -85,13 +97,17 @@ describe('extractDocument', () => {
     const own = extractor({ size: 1 });
     const controller = new AbortController();
     const reading = own.extract({ filename: 'big.md', bytes: bigMarkdown(4), signal: controller.signal });
-    const waiting = own.extract({ filename: 'w.md', bytes: utf8('# W\n\nqueued'), signal: controller.signal });
+    const waiting = own.extract({
+      filename: 'w.md',
+      bytes: utf8('# W\n\nqueued'),
+      signal: controller.signal,
+    });
     setTimeout(() => controller.abort(new Error('upload cancelled')), 100);
     expect(await rejection(reading)).toMatchObject({ message: 'upload cancelled' });
     expect(await rejection(waiting)).toMatchObject({ message: 'upload cancelled' });
-    expect(await rejection(own.extract({ filename: 'x.md', bytes: utf8('x'), signal: controller.signal }))).toMatchObject(
-      { message: 'upload cancelled' },
-    );
+    expect(
+      await rejection(own.extract({ filename: 'x.md', bytes: utf8('x'), signal: controller.signal })),
+    ).toMatchObject({ message: 'upload cancelled' });
     expect((await own.extract({ filename: 'after.md', bytes: utf8('# After\n\ntext') })).title).toBe('After');
   });
 
@@ -99,7 +115,9 @@ describe('extractDocument', () => {
     const single = extractor({ size: 1 });
     const names = ['a', 'b', 'c', 'd'];
     const docs = await Promise.all(
-      names.map((name) => single.extract({ filename: `${name}.md`, bytes: utf8(`# ${name}\n\ntext of ${name}`) })),
+      names.map((name) =>
+        single.extract({ filename: `${name}.md`, bytes: utf8(`# ${name}\n\ntext of ${name}`) }),
+      ),
     );
     expect(docs.map((doc) => doc.title)).toEqual(names);
   });

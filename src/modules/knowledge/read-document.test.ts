@@ -11,7 +11,10 @@ const utf8 = (text: string) => new TextEncoder().encode(text);
 const read = (filename: string, bytes: Uint8Array = fixture(filename), mediaType?: string) =>
   readDocument({ filename, bytes, ...(mediaType ? { mediaType } : {}) });
 
-async function failure(filename: string, bytes: Uint8Array): Promise<{ reason: ExtractionFailure; message: string }> {
+async function failure(
+  filename: string,
+  bytes: Uint8Array,
+): Promise<{ reason: ExtractionFailure; message: string }> {
   try {
     await readDocument({ filename, bytes });
   } catch (error) {
@@ -55,7 +58,8 @@ describe('readDocument: PDF', () => {
   it('refuses a PDF whose pages carry no text as no_text', async () => {
     expect(await failure('scanned.pdf', fixture('scanned.pdf'))).toEqual({
       reason: 'no_text',
-      message: '"scanned.pdf" contains no text (a scanned PDF needs text recognition before it can be indexed)',
+      message:
+        '"scanned.pdf" contains no text (a scanned PDF needs text recognition before it can be indexed)',
     });
   });
 
@@ -65,7 +69,9 @@ describe('readDocument: PDF', () => {
       reason: 'corrupt',
       message: '"cut.pdf" is not a readable PDF (truncated or damaged)',
     });
-    expect((await failure('garbled.pdf', utf8('%PDF-1.7\n\u0001garbage \u0002 garbage'))).reason).toBe('corrupt');
+    expect((await failure('garbled.pdf', utf8('%PDF-1.7\n\u0001garbage \u0002 garbage'))).reason).toBe(
+      'corrupt',
+    );
     const noise = new Uint8Array(4096).map((_, index) => (index * 7919) % 251);
     noise.set(utf8('%PDF-1.4\n'), 0);
     expect((await failure('noise.pdf', noise)).reason).toBe('corrupt');
@@ -129,7 +135,9 @@ describe('readDocument: Markdown', () => {
     const doc = await read('quotes.md', utf8(quotes));
     expect(performance.now() - started).toBeLessThan(5_000);
     expect(doc.metadata.read_as).toBe('text');
-    const lists = Array.from({ length: 200 }, (_, depth) => `${'  '.repeat(depth)}- item ${depth}`).join('\n');
+    const lists = Array.from({ length: 200 }, (_, depth) => `${'  '.repeat(depth)}- item ${depth}`).join(
+      '\n',
+    );
     expect((await read('lists.md', utf8(lists))).metadata.read_as).toBe('text');
     const fenced = `\`\`\`\n${' '.repeat(100)}indented code is fine\n\`\`\`\n`;
     expect((await read('fenced.md', utf8(fenced))).metadata.read_as).toBeUndefined();
@@ -139,7 +147,11 @@ describe('readDocument: Markdown', () => {
 describe('readDocument: HTML', () => {
   it('keeps headings, paragraphs, lists, tables and code, entities decoded', async () => {
     const doc = await read('page.html');
-    expect(doc).toMatchObject({ format: 'html', title: 'Tide Tables & Moon Phases', metadata: { language: 'en' } });
+    expect(doc).toMatchObject({
+      format: 'html',
+      title: 'Tide Tables & Moon Phases',
+      metadata: { language: 'en' },
+    });
     expect(doc.blocks).toEqual([
       { kind: 'heading', level: 1, text: 'Tides' },
       {
@@ -164,7 +176,14 @@ describe('readDocument: HTML', () => {
 
   it('drops scripts, styles, navigation, noscript and hidden elements', async () => {
     const text = allText(await read('page.html'));
-    for (const dropped of ['do-not-index', 'also not indexed', 'font-family', 'About us', 'hidden text', 'Enable']) {
+    for (const dropped of [
+      'do-not-index',
+      'also not indexed',
+      'font-family',
+      'About us',
+      'hidden text',
+      'Enable',
+    ]) {
       expect(text).not.toContain(dropped);
     }
   });
@@ -202,7 +221,11 @@ describe('readDocument: plain text, code, JSON and CSV', () => {
 
   it('cuts source code into top-level units, keeping blank lines inside a function', async () => {
     const doc = await read('sample.ts');
-    expect(doc).toMatchObject({ format: 'code', title: 'sample.ts', metadata: { language: 'typescript', lines: 23 } });
+    expect(doc).toMatchObject({
+      format: 'code',
+      title: 'sample.ts',
+      metadata: { language: 'typescript', lines: 26 },
+    });
     expect(doc.blocks.every((block) => block.kind === 'code' && block.language === 'typescript')).toBe(true);
     expect(doc.blocks.map((block) => block.text.split('\n')[0])).toEqual([
       "import { readFile } from 'node:fs/promises';",
@@ -215,7 +238,11 @@ describe('readDocument: plain text, code, JSON and CSV', () => {
 
   it('renders JSON readably: scalars first, then a heading per nested member', async () => {
     const doc = await read('config.json');
-    expect(doc).toMatchObject({ format: 'json', title: 'config.json', metadata: { structure: 'object', items: 6 } });
+    expect(doc).toMatchObject({
+      format: 'json',
+      title: 'config.json',
+      metadata: { structure: 'object', items: 6 },
+    });
     expect(doc.blocks).toEqual([
       { kind: 'list', text: 'name: tide-service\nversion: 3\nenabled: true\ntags: ocean, tides' },
       { kind: 'heading', level: 1, text: 'database' },
@@ -300,7 +327,9 @@ describe('readDocument: large files', () => {
     const table = await read('big.csv', utf8(csv));
     const csvMs = performance.now() - started;
     expect(table.metadata.rows).toBe(60_000);
-    expect(table.blocks[0]?.text.split('\n')[59_999]).toBe('id: 59999 | name: name 59999 | comment: a, b 59999');
+    expect(table.blocks[0]?.text.split('\n')[59_999]).toBe(
+      'id: 59999 | name: name 59999 | comment: a, b 59999',
+    );
     // Generous bounds (the machine is shared): the point is linear work, not a benchmark.
     expect(markdownMs).toBeLessThan(60_000);
     expect(csvMs).toBeLessThan(30_000);

@@ -115,7 +115,11 @@ function parseTextAs(
       return { ...extractMarkdown(text), metadata: lines };
     case 'html': {
       const html = extractHtml(text);
-      return { title: html.title, blocks: html.blocks, metadata: html.language ? { language: html.language } : {} };
+      return {
+        title: html.title,
+        blocks: html.blocks,
+        metadata: html.language ? { language: html.language } : {},
+      };
     }
     case 'json': {
       const json = extractJson(text, shown, extension === 'jsonl' || extension === 'ndjson');
