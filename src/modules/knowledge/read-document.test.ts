@@ -77,6 +77,20 @@ describe('readDocument: PDF', () => {
     expect((await failure('noise.pdf', noise)).reason).toBe('corrupt');
   });
 
+  it('refuses a password-protected PDF as no_text', async () => {
+    // The fixture with an /Encrypt dictionary whose user password is not empty.
+    const latin = Buffer.from(fixture('guide.pdf')).toString('latin1');
+    const key = 'ab'.repeat(32);
+    const encrypt = `/Encrypt << /Filter /Standard /V 1 /R 2 /O <${key}> /U <${key}> /P -4 >>`;
+    const id = `/ID [<${'01'.repeat(16)}> <${'01'.repeat(16)}>]`;
+    const encrypted = latin.replace('/Info 3 0 R\n>>', `/Info 3 0 R\n${encrypt}\n${id}\n>>`);
+    expect(encrypted).not.toBe(latin);
+    expect(await failure('secret.pdf', new Uint8Array(Buffer.from(encrypted, 'latin1')))).toEqual({
+      reason: 'no_text',
+      message: '"secret.pdf" is an encrypted PDF: its text cannot be read',
+    });
+  });
+
   it('leaves the caller’s bytes as they were (pdf.js is handed a copy)', async () => {
     const bytes = fixture('guide.pdf');
     const before = bytes.slice();
