@@ -35,6 +35,7 @@ export const ERROR_CODES = {
   duplicate_credential_type: 409,
   run_state_conflict: 409,
   workflow_not_runnable: 409,
+  index_generation_stale: 409,
   idempotency_key_reused: 422,
   payload_too_large: 413,
   uri_too_long: 414,

@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite, type QueryOptions, types } from '@electric-sql/pglite';
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
+import { vector } from '@electric-sql/pglite-pgvector';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -51,6 +53,13 @@ const PGLITE_START_PARAMS = [
   'maintenance_work_mem=16MB',
 ];
 
+/**
+ * Extensions the schema creates (migration 0005): pgvector for similarity search, btree_gin
+ * for the workspace column inside the full-text GIN index. PostgreSQL servers need them
+ * installed (docs/retrieval.md); PGlite loads them from these packages.
+ */
+export const PGLITE_EXTENSIONS = { vector, btree_gin };
+
 /** The PGlite cluster lives in a sub-directory so DATA_DIR can also hold keys and the lock file. */
 export const pgliteDirectory = (dataDir: string): string => path.join(dataDir, 'pgdata');
 
@@ -92,6 +101,7 @@ export async function openDatabase(
     const directory = pgliteDirectory(config.dataDir);
     const pglite = await PGlite.create(directory, {
       startParams: PGLITE_START_PARAMS,
+      extensions: PGLITE_EXTENSIONS,
       loadDataDir: pgliteTemplateFor(directory),
     });
     for (const oid of DRIZZLE_TEXT_TYPES) pglite.parsers[oid] = asText;

@@ -6,6 +6,7 @@ export * from './activity.ts';
 export * from './agents.ts';
 export * from './chat.ts';
 export * from './credentials.ts';
+export * from './retrieval.ts';
 export * from './runs.ts';
 export * from './settings.ts';
 export * from './workflows.ts';
