@@ -30,6 +30,7 @@ import { createProvidersService } from './modules/providers/providers.service.ts
 import { createRunEngine } from './modules/runs/run-engine.ts';
 import { createRunLog } from './modules/runs/run-log.ts';
 import { createRunRecovery, executeRunJob, RUN_EXECUTE } from './modules/runs/runs.jobs.ts';
+import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
 import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
@@ -95,7 +96,14 @@ export async function createServices(config: Config, database: Database, options
     refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
     allowLoopback: config.vaultAllowLoopback,
   });
-  const tools = createToolsService({ definitions: await loadToolDefinitions(), credentials, addressPolicy });
+  // The knowledge_search tool reaches the search index through this closure: the index
+  // embeds queries through the model gateway, which binds the tools (created below).
+  const tools = createToolsService({
+    definitions: await loadToolDefinitions(),
+    credentials,
+    addressPolicy,
+    knowledge: { search: (caller, input, signal) => retrieval.search(caller, input, signal) },
+  });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
@@ -108,6 +116,13 @@ export async function createServices(config: Config, database: Database, options
     activity: { record: activity.record },
   });
   const modelGateway = createModelGateway({ settings, credentials, tools, addressPolicy });
+  const retrieval = createRetrievalService({
+    db,
+    models: modelGateway,
+    settings,
+    credentials,
+    onStatsError: (error) => log.warn({ err: error }, 'search counts could not be written; kept for the next try'),
+  });
   const commit = createRunLog({ db, hub: eventHub, activity: { recordAll: activity.recordAll } });
   const engine = createRunEngine({
     db,
@@ -141,6 +156,7 @@ export async function createServices(config: Config, database: Database, options
     ...(redis ? [redis] : []),
     ...(options.eventHub ? [] : [eventHub]),
     modelGateway,
+    retrieval.statsComponent,
     queue,
     // Consumers sweep for runs a lost enqueue or a dead worker left behind.
     ...(config.runMode === 'api' ? [] : [createRunRecovery({ runs, queue, log })]),
@@ -176,6 +192,7 @@ export async function createServices(config: Config, database: Database, options
       activity: { record: activity.record },
     }),
     modelGateway,
+    retrieval,
     chat: createChatService({ db, gateway: modelGateway, agents }),
     system: createSystemService({
       pingDatabase: database.ping,

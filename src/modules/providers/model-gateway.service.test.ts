@@ -15,6 +15,7 @@ import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { testConnection } from '../credentials/connection-tester.ts';
 import { createCredentialsService } from '../credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from '../credentials/vault-keys.ts';
+import { createRetrievalService, type RetrievalService } from '../retrieval/retrieval.service.ts';
 import { createSettingsService } from '../settings/settings.service.ts';
 import { loadToolDefinitions } from '../tools/tool-registry.ts';
 import { createToolsService } from '../tools/tools.service.ts';
@@ -70,9 +71,16 @@ beforeAll(async () => {
     testConnection,
   });
   const addressPolicy = policyOf(true);
-  tools = createToolsService({ definitions: await loadToolDefinitions(), credentials, addressPolicy });
+  let retrieval: RetrievalService | undefined;
+  tools = createToolsService({
+    definitions: await loadToolDefinitions(),
+    credentials,
+    addressPolicy,
+    knowledge: { search: (caller, input, signal) => (retrieval as RetrievalService).search(caller, input, signal) },
+  });
   providers = createProvidersService({ db: db.database.db, settings, credentials, addressPolicy });
   gateway = createModelGateway({ settings, credentials, tools, addressPolicy });
+  retrieval = createRetrievalService({ db: db.database.db, models: gateway, settings, credentials });
   [openai, backup, anthropic] = await Promise.all([
     startOpenAiServer(),
     startOpenAiServer(),

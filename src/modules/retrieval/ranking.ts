@@ -158,8 +158,11 @@ export const RRF_K = 60;
  * Reciprocal rank fusion: a chunk's fused score is the sum over arms of
  * weight / (k + rank), rank counted from 1, divided by the best score possible (first in every
  * arm) so it reads from 0 to 1. Ties keep the order of the first arm that ranked them.
+ * Arms weighted 0 are left out.
  */
-export function fuseRanks(arms: FusionArm[], k: number = RRF_K): RankedChunk[] {
+export function fuseRanks(all: FusionArm[], k: number = RRF_K): RankedChunk[] {
+  // An arm weighted 0 adds nothing: what only it found is not a result.
+  const arms = all.filter((arm) => arm.weight > 0);
   const best = arms.reduce((sum, arm) => sum + arm.weight / (k + 1), 0);
   if (best <= 0) return [];
   const fused = new Map<number, RankedChunk & { order: number }>();

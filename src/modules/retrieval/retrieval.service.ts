@@ -411,11 +411,12 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       }
       const weights = { ...DEFAULT_WEIGHTS, ...input.weights };
       const depth = armDepth(topK);
+      // In hybrid mode an arm weighted 0 is not run at all.
+      const runKeyword = mode === 'keyword' || (mode === 'hybrid' && weights.keyword > 0);
+      const runVector = models.length > 0 && (mode === 'vector' || (mode === 'hybrid' && weights.vector > 0));
       const [keyword, vector] = await Promise.all([
-        mode === 'vector' ? [] : keywordArm(scope, input.query, totals, depth),
-        mode === 'keyword' || models.length === 0
-          ? []
-          : vectorArm(caller, scope, models, input.query, depth, signal),
+        runKeyword ? keywordArm(scope, input.query, totals, depth) : [],
+        runVector ? vectorArm(caller, scope, models, input.query, depth, signal) : [],
       ]);
       const ranked =
         mode === 'keyword'

@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { createCredentialsService } from '../credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from '../credentials/vault-keys.ts';
+import { createModelGateway } from '../providers/ai-gateway.ts';
+import { createRetrievalService, type RetrievalService } from '../retrieval/retrieval.service.ts';
 import { createSettingsService } from '../settings/settings.service.ts';
 import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { loadToolDefinitions } from './tool-registry.ts';
@@ -45,11 +47,16 @@ beforeAll(async () => {
     keys: createVaultKeys(db.database.db, keyring),
     testConnection: async () => ({ passed: true, message: 'not used', duration_ms: 0 }),
   });
+  const addressPolicy = async () => ({ refusePrivateNetworks: true, allowLoopback: true });
+  let retrieval: RetrievalService | undefined;
   tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
-    addressPolicy: async () => ({ refusePrivateNetworks: true, allowLoopback: true }),
+    addressPolicy,
+    knowledge: { search: (caller, input, signal) => (retrieval as RetrievalService).search(caller, input, signal) },
   });
+  const models = createModelGateway({ settings, credentials, tools, addressPolicy });
+  retrieval = createRetrievalService({ db: db.database.db, models, settings, credentials });
   const workspace = await createWorkspacesService(db.database.db).createWorkspace('tool-user', {
     name: 'tools',
   });

@@ -4,6 +4,7 @@ import { type FieldError, invalidFields } from '../../errors.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { RetrievalService } from '../retrieval/retrieval.service.ts';
 import { type ToolDefinition, ToolError } from './tool.ts';
 
 export { ToolError } from './tool.ts';
@@ -20,6 +21,8 @@ export interface ToolsDependencies {
   credentials: Pick<CredentialsService, 'access' | 'get' | 'getType'>;
   /** The outbound address policy of a workspace (its `refuse_private_networks`, the loopback allowance). */
   addressPolicy(workspaceId: string): Promise<AddressPolicy>;
+  /** The search index, which tools reach scoped to the turn's workspace and user. */
+  knowledge: Pick<RetrievalService, 'search'>;
 }
 
 /** A tool as the API lists it. */
@@ -117,6 +120,10 @@ export function createToolsService(deps: ToolsDependencies) {
       const errors = checkRefs(refs, 'tools');
       if (errors.length > 0) throw invalidFields(errors);
       const fetch = createGuardedFetch(() => deps.addressPolicy(scope.workspaceId));
+      const knowledge = {
+        search: (input: Parameters<RetrievalService['search']>[1], signal: AbortSignal) =>
+          deps.knowledge.search(scope, input, signal),
+      };
       return refs.map((ref) => {
         const definition = byName.get(ref.name) as ToolDefinition;
         return {
@@ -133,7 +140,7 @@ export function createToolsService(deps: ToolsDependencies) {
                 userId: scope.userId,
                 signal,
                 config: (ref.config ?? {}) as never,
-                services: { credentials: deps.credentials, fetch },
+                services: { credentials: deps.credentials, fetch, knowledge },
               });
             } catch (error) {
               signal.throwIfAborted();
