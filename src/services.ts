@@ -122,6 +122,7 @@ export async function createServices(config: Config, database: Database, options
     settings,
     credentials,
     onStatsError: (error) => log.warn({ err: error }, 'search counts could not be written; kept for the next try'),
+    onAnalyzeError: (error) => log.warn({ err: error }, 'ANALYZE of the search index failed'),
   });
   const commit = createRunLog({ db, hub: eventHub, activity: { recordAll: activity.recordAll } });
   const engine = createRunEngine({

@@ -83,7 +83,6 @@ CREATE INDEX "chunk_embeddings_hnsw_3072_idx" ON "chunk_embeddings" USING hnsw (
 CREATE INDEX "chunks_search_idx" ON "chunks" USING gin ("workspace_id","search");--> statement-breakpoint
 CREATE INDEX "chunks_document_idx" ON "chunks" USING btree ("document_id","generation");--> statement-breakpoint
 CREATE INDEX "chunks_source_idx" ON "chunks" USING btree ("workspace_id","source_id","generation");--> statement-breakpoint
-CREATE INDEX "term_stats_lexeme_idx" ON "term_stats" USING btree ("workspace_id","lexeme");--> statement-breakpoint
 -- Chunks up to a page stay uncompressed and inline: BM25 reads each candidate's tsvector
 -- several times, and a compressed one would be decompressed at every read (docs/retrieval.md).
 ALTER TABLE "chunks" SET (toast_tuple_target = 8160);--> statement-breakpoint
@@ -93,8 +92,8 @@ ALTER TABLE "index_stats" SET (fillfactor = 50);--> statement-breakpoint
 -- How often the lexeme of `term` (one lexeme) occurs in `doc`, read from ts_rank: with every
 -- weight 1 and no normalisation, ts_rank of a one-lexeme query is sum(1/i^2, i = 1..tf) / 1.64493406685,
 -- so tf = 1 / (pi^2/6 - that sum) - 1/2, rounded. 0 when the lexeme is absent. Exact for
--- every tf a tsvector can hold (256 positions per lexeme; checked by the retrieval tests).
--- One C call with a binary search in the tsvector: about 10 times faster than unnest().
+-- every tf a tsvector holds (255 positions per lexeme; checked by the retrieval tests).
+-- One C call with a binary search in the tsvector: several times faster than unnest().
 CREATE FUNCTION "bm25_term_frequency"("doc" tsvector, "term" tsquery) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT round(1 / (1.6449340668482264 - ts_rank('{1,1,1,1}'::real[], doc, term, 0)::float8 * 1.64493406685) - 0.5)::integer $$;

@@ -168,8 +168,8 @@ export const termStats = pgTable(
     chunks: integer('chunks').notNull(),
   },
   (t) => [
+    // Searches look lexemes up per active (source, generation) through this key too.
     primaryKey({ columns: [t.workspace_id, t.source_id, t.generation, t.lexeme, t.slot] }),
-    index('term_stats_lexeme_idx').on(t.workspace_id, t.lexeme),
   ],
 );
 

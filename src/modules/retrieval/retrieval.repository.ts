@@ -209,6 +209,15 @@ export function createRetrievalRepository(db: Db) {
           do update set chunks = index_stats.chunks + excluded.chunks, terms = index_stats.terms + excluded.terms`);
     },
 
+    /** Whether a document has chunks in a generation (a cheap probe before a replacing delete). */
+    async hasDocumentChunks(workspaceId: string, documentId: string, generation: number): Promise<boolean> {
+      const rows = rowsOf<{ found: boolean }>(
+        await db.execute(sql`select exists (select 1 from chunks where document_id = ${documentId}
+          and generation = ${generation} and workspace_id = ${workspaceId}) as found`),
+      );
+      return rows[0]?.found === true;
+    },
+
     /**
      * Deletes a document's chunks (of one generation, or all), their embeddings with them,
      * and takes them out of the statistics in `slot`.
@@ -398,6 +407,15 @@ export function createRetrievalRepository(db: Db) {
           where c.workspace_id = ${workspaceId} and c.id = any(${sql.param(ids)}::bigint[])`),
       );
       return new Map(rows.map((row) => [Number(row.id), { ...row, id: Number(row.id) }]));
+    },
+
+    /** Refreshes the planner's statistics of the index's tables; returns the chunk count it saw. */
+    async analyze(): Promise<number> {
+      await db.execute(sql`analyze chunks, chunk_embeddings, term_stats, index_stats`);
+      const rows = rowsOf<{ estimate: number }>(
+        await db.execute(sql`select reltuples::float8 as estimate from pg_class where relname = 'chunks'`),
+      );
+      return Math.max(0, Number(rows[0]?.estimate ?? 0));
     },
 
     /** Adds search counts, one statement for all keys. */

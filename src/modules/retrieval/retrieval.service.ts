@@ -1,5 +1,5 @@
 import type { Caller } from '../../caller.ts';
-import { type Db, inTransaction, isTransaction } from '../../db/transaction.ts';
+import { afterCommit, type Db, inTransaction, isTransaction } from '../../db/transaction.ts';
 import { AppError, invalidFields } from '../../errors.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
 import {
@@ -80,10 +80,20 @@ export const MAX_TOP_K = 100;
 export const MAX_HIGHLIGHTS = 3;
 
 /**
- * Postings the first keyword pass may score before MaxScore decides which terms matter: the
- * rarest terms' chunks are cheap to score and give the threshold that rules common terms out.
+ * Postings per ranked chunk the first keyword pass may score before MaxScore decides which
+ * terms matter: the rarest terms' chunks are cheap to score and give the threshold that rules
+ * common terms out (at least `MIN_FIRST_PASS_POSTINGS`).
  */
-export const FIRST_PASS_POSTINGS = 2_000;
+export const FIRST_PASS_POSTINGS_PER_RESULT = 8;
+export const MIN_FIRST_PASS_POSTINGS = 200;
+
+/**
+ * Chunks written since the last `ANALYZE` that make the next one due (and at least this share
+ * of the chunks counted then). PostgreSQL's autovacuum analyzes on its own; embedded PGlite
+ * has no autovacuum, and without statistics its planner keeps the plans of an empty table.
+ */
+export const ANALYZE_AFTER_CHUNKS = 2_000;
+export const ANALYZE_GROWTH = 0.2;
 
 /** Chunks each arm ranks: enough for `topK` documents with highlights, and for the fusion. */
 export const armDepth = (topK: number): number => Math.min(300, Math.max(30, topK * 3));
@@ -145,8 +155,10 @@ export interface RetrievalDependencies extends EmbeddingDependencies {
   /** When absent there is no rerank step. */
   reranker?: Reranker;
   bm25?: Bm25Parameters;
-  /** Postings of the first keyword pass (`FIRST_PASS_POSTINGS` by default). */
+  /** Postings of the first keyword pass (by default from `FIRST_PASS_POSTINGS_PER_RESULT`). */
   firstPassPostings?: number;
+  /** Told when a background `ANALYZE` fails. */
+  onAnalyzeError?: (error: unknown) => void;
   /** Told when the hit-rate counts cannot be written (they are kept and retried). */
   onStatsError?: (error: unknown) => void;
   now?: () => Date;
@@ -169,6 +181,29 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     ...(deps.onStatsError ? { onError: deps.onStatsError } : {}),
   });
 
+  let writtenSinceAnalyze = 0;
+  let analyzedChunks = 0;
+  let analyzing = false;
+
+  /** Counts written chunks and, once enough were, refreshes the planner's statistics after commit. */
+  function noteWritten(tx: Db, chunks: number) {
+    writtenSinceAnalyze += chunks;
+    if (analyzing || writtenSinceAnalyze < Math.max(ANALYZE_AFTER_CHUNKS, analyzedChunks * ANALYZE_GROWTH)) return;
+    analyzing = true;
+    writtenSinceAnalyze = 0;
+    afterCommit(tx, () => {
+      reader
+        .analyze()
+        .then((chunks) => {
+          analyzedChunks = chunks;
+        })
+        .catch((error: unknown) => deps.onAnalyzeError?.(error))
+        .finally(() => {
+          analyzing = false;
+        });
+    });
+  }
+
   function requireTransaction(tx: Db, what: string) {
     // The statistics slot is a transaction-scoped advisory lock: outside a transaction it
     // would be released at once and two writers could share a slot's rows.
@@ -184,7 +219,9 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     const terms = weighTerms(await reader.queryTerms(scope, query), totals, params);
     if (terms.length === 0) return [];
     const avg = averageLength(totals);
-    const first = firstPassTerms(terms, deps.firstPassPostings ?? FIRST_PASS_POSTINGS);
+    const budget =
+      deps.firstPassPostings ?? Math.max(MIN_FIRST_PASS_POSTINGS, depth * FIRST_PASS_POSTINGS_PER_RESULT);
+    const first = firstPassTerms(terms, budget);
     const ranked = await reader.keywordSearch(scope, terms, first, avg, depth, params);
     if (first.length === terms.length) return ranked;
     const threshold = ranked.length >= depth ? (ranked[depth - 1] as RankedChunk).score : 0;
@@ -335,7 +372,9 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       );
       if (target.generation < active) throw staleGeneration(target.generation, active);
       const slot = await repository.takeSlot(target.workspaceId);
-      await repository.deleteDocumentChunks(target.workspaceId, target.documentId, slot, target.generation);
+      if (await repository.hasDocumentChunks(target.workspaceId, target.documentId, target.generation)) {
+        await repository.deleteDocumentChunks(target.workspaceId, target.documentId, slot, target.generation);
+      }
       await repository.insertChunks(
         target,
         prepared.chunks.map((chunk, index) => ({
@@ -348,6 +387,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
         prepared.model ?? '',
         slot,
       );
+      noteWritten(tx, prepared.chunks.length);
     },
 
     /**
