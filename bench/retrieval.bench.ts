@@ -29,10 +29,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inTransaction } from '../src/db/transaction.ts';
 import { buildApp } from '../src/app.ts';
 import { boot, startServices } from '../src/boot.ts';
 import { loadConfig } from '../src/config.ts';
+import { inTransaction } from '../src/db/transaction.ts';
 import { mintDevToken } from '../src/modules/identity/dev-issuer.ts';
 import type { IndexedChunk } from '../src/modules/retrieval/retrieval.service.ts';
 import { createRetrievalService } from '../src/modules/retrieval/retrieval.service.ts';
@@ -79,7 +79,9 @@ function loadScifact() {
     if (!testQrels.has(query)) testQrels.set(query, new Set());
     testQrels.get(query)?.add(doc);
   }
-  const test = queries.filter((q) => testQrels.has(q._id)).map((q) => ({ ...q, relevant: testQrels.get(q._id) as Set<string> }));
+  const test = queries
+    .filter((q) => testQrels.has(q._id))
+    .map((q) => ({ ...q, relevant: testQrels.get(q._id) as Set<string> }));
   // Training claims: not in the test qrels, with evidence naming documents (SciFact's labels).
   const train = queries
     .filter((q) => !testQrels.has(q._id) && Object.keys(q.metadata ?? {}).length > 0)
@@ -173,8 +175,14 @@ async function ingest(
   const started = performance.now();
   let chunks = 0;
   for (const document of documents) {
-    const { id } = await insertDocument(service.database.db, service.workspaceId, sourceId, { title: document.title });
-    const prepared = await service.services.retrieval.prepare(service.workspaceId, embedding, document.chunks);
+    const { id } = await insertDocument(service.database.db, service.workspaceId, sourceId, {
+      title: document.title,
+    });
+    const prepared = await service.services.retrieval.prepare(
+      service.workspaceId,
+      embedding,
+      document.chunks,
+    );
     await inTransaction(service.database.db, (tx) =>
       service.services.retrieval.indexDocument(
         tx,
@@ -206,7 +214,14 @@ const tokens = (text: string) => text.split(/\s+/).filter(Boolean).length;
 const scifactDocuments = (corpus: CorpusDoc[]) =>
   corpus.map((doc) => ({
     title: doc.title,
-    chunks: [{ position: 0, text: doc.text, headingPath: doc.title ? [doc.title] : [], tokenCount: tokens(doc.text) }],
+    chunks: [
+      {
+        position: 0,
+        text: doc.text,
+        headingPath: doc.title ? [doc.title] : [],
+        tokenCount: tokens(doc.text),
+      },
+    ],
   }));
 
 async function quality(engine: string) {
@@ -313,7 +328,12 @@ async function configureEmbedding(service: Service) {
   await service.services.credentials.updateSettings(caller, { refuse_private_networks: false });
   await service.services.providers.update(caller, {
     providers: [
-      { id: 'bench', kind: 'openai_compatible', base_url: process.env.BENCH_EMBEDDING_URL as string, credential_id: credentialId },
+      {
+        id: 'bench',
+        kind: 'openai_compatible',
+        base_url: process.env.BENCH_EMBEDDING_URL as string,
+        credential_id: credentialId,
+      },
     ],
     default_model: { provider: 'bench', name: process.env.BENCH_EMBEDDING_MODEL ?? 'embedding' },
   });
@@ -374,7 +394,8 @@ async function speed(engine: string) {
     const documents = syntheticDocuments(corpus, syntheticChunks);
     const ingested = await ingest(service, source.id, documents);
     const queries = train.slice(0, latencyQueries);
-    for (const query of queries.slice(0, 20)) await searchHttp(service, { query: query.text, top_k: 10, mode: 'keyword' });
+    for (const query of queries.slice(0, 20))
+      await searchHttp(service, { query: query.text, top_k: 10, mode: 'keyword' });
     const times: number[] = [];
     for (const query of queries) {
       times.push((await searchHttp(service, { query: query.text, top_k: 10, mode: 'keyword' })).ms);
@@ -392,7 +413,9 @@ for (const engine of engines) {
   if (parts.includes('quality')) await quality(engine);
 }
 if (parts.includes('speed') && !tune) {
-  console.log(`\nSearch speed, ${syntheticChunks} synthetic chunks (keyword, top_k 10, through HTTP, ${latencyQueries} queries)\n`);
+  console.log(
+    `\nSearch speed, ${syntheticChunks} synthetic chunks (keyword, top_k 10, through HTTP, ${latencyQueries} queries)\n`,
+  );
   console.log('| engine | chunks | documents/s | chunks/s | p50 ms | p99 ms |');
   console.log('|---|---|---|---|---|---|');
   for (const engine of engines) await speed(engine);

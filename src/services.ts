@@ -27,10 +27,10 @@ import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-is
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
 import { createModelGateway } from './modules/providers/ai-gateway.ts';
 import { createProvidersService } from './modules/providers/providers.service.ts';
+import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
 import { createRunEngine } from './modules/runs/run-engine.ts';
 import { createRunLog } from './modules/runs/run-log.ts';
 import { createRunRecovery, executeRunJob, RUN_EXECUTE } from './modules/runs/runs.jobs.ts';
-import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
 import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
 import { createSystemService } from './modules/system/system.service.ts';
@@ -121,7 +121,8 @@ export async function createServices(config: Config, database: Database, options
     models: modelGateway,
     settings,
     credentials,
-    onStatsError: (error) => log.warn({ err: error }, 'search counts could not be written; kept for the next try'),
+    onStatsError: (error) =>
+      log.warn({ err: error }, 'search counts could not be written; kept for the next try'),
     onAnalyzeError: (error) => log.warn({ err: error }, 'ANALYZE of the search index failed'),
   });
   const commit = createRunLog({ db, hub: eventHub, activity: { recordAll: activity.recordAll } });

@@ -83,8 +83,14 @@ const GARDENING: Doc[] = [
     title: 'Tomatoes',
     tags: ['garden', 'vegetables'],
     chunks: [
-      { heading: ['Tomatoes', 'Planting'], text: 'Plant tomato seedlings after the last frost in rich soil.' },
-      { heading: ['Tomatoes', 'Watering'], text: 'Water tomatoes deeply twice a week; tomato leaves dislike wet evenings.' },
+      {
+        heading: ['Tomatoes', 'Planting'],
+        text: 'Plant tomato seedlings after the last frost in rich soil.',
+      },
+      {
+        heading: ['Tomatoes', 'Watering'],
+        text: 'Water tomatoes deeply twice a week; tomato leaves dislike wet evenings.',
+      },
     ],
   },
   {
@@ -162,7 +168,9 @@ describe('POST /api/documents/search', () => {
       { title: 'Soil', tags: ['lab'], chunks: [{ text: 'Soil samples were analysed for nitrogen.' }] },
     ]);
     const ids = async (body: Record<string, unknown>) =>
-      (await search(actor, { query: 'soil', ...body })).json().results.map((r: { document: { id: string } }) => r.document.id);
+      (await search(actor, { query: 'soil', ...body }))
+        .json()
+        .results.map((r: { document: { id: string } }) => r.document.id);
 
     expect((await ids({})).sort()).toEqual([garden.ids[0], garden.ids[2], other.ids[0]].sort());
     expect(await ids({ source_ids: [other.sourceId] })).toEqual([other.ids[0]]);
@@ -202,9 +210,16 @@ describe('POST /api/documents/search', () => {
       { position: 0, text: 'Refunds are granted within thirty days.', headingPath: [], tokenCount: 6 },
     ]);
     await inTransaction(t.database.db, (tx) =>
-      t.services.retrieval.indexDocument(tx, { workspaceId: actor.workspaceId, sourceId, documentId, generation: 2 }, prepared),
+      t.services.retrieval.indexDocument(
+        tx,
+        { workspaceId: actor.workspaceId, sourceId, documentId, generation: 2 },
+        prepared,
+      ),
     );
-    const text = async () => (await search(actor, { query: 'refunds' })).json().results.map((r: { chunk: { text: string } }) => r.chunk.text);
+    const text = async () =>
+      (await search(actor, { query: 'refunds' }))
+        .json()
+        .results.map((r: { chunk: { text: string } }) => r.chunk.text);
     expect(await text()).toEqual(['Refunds are granted within fourteen days.']);
     expect((await search(actor, { query: 'thirty' })).json().results).toEqual([]);
 
@@ -220,7 +235,11 @@ describe('POST /api/documents/search', () => {
     // Writing into a generation older than the active one is refused.
     await expect(
       inTransaction(t.database.db, (tx) =>
-        t.services.retrieval.indexDocument(tx, { workspaceId: actor.workspaceId, sourceId, documentId, generation: 1 }, prepared),
+        t.services.retrieval.indexDocument(
+          tx,
+          { workspaceId: actor.workspaceId, sourceId, documentId, generation: 1 },
+          prepared,
+        ),
       ),
     ).rejects.toMatchObject({ status: 409, code: 'index_generation_stale' });
   });
@@ -252,7 +271,11 @@ describe('POST /api/documents/search', () => {
     await search(actor, { query: 'roses' });
     await search(actor, { query: 'roses', min_score: 1_000 });
     await search(actor, { query: 'submarine' });
-    expect(await t.services.retrieval.hitRate(actor.workspaceId)).toEqual({ searches: 3, hits: 1, rate: 1 / 3 });
+    expect(await t.services.retrieval.hitRate(actor.workspaceId)).toEqual({
+      searches: 3,
+      hits: 1,
+      rate: 1 / 3,
+    });
   });
 
   describe('with embeddings from a provider of the workspace', () => {
@@ -271,8 +294,12 @@ describe('POST /api/documents/search', () => {
     });
 
     it('validates embedding settings: known provider, one with an embeddings endpoint', async () => {
-      await expect(t.services.retrieval.validateEmbedding(actor.workspaceId, EMBEDDING)).resolves.toBeUndefined();
-      await expect(t.services.retrieval.validateEmbedding(actor.workspaceId, KEYWORD_ONLY)).resolves.toBeUndefined();
+      await expect(
+        t.services.retrieval.validateEmbedding(actor.workspaceId, EMBEDDING),
+      ).resolves.toBeUndefined();
+      await expect(
+        t.services.retrieval.validateEmbedding(actor.workspaceId, KEYWORD_ONLY),
+      ).resolves.toBeUndefined();
       await expect(
         t.services.retrieval.validateEmbedding(actor.workspaceId, { provider: 'nope', model: 'x' }),
       ).rejects.toMatchObject({ status: 400, errors: [{ field: 'body.embedding.provider' }] });
@@ -304,7 +331,9 @@ describe('POST /api/documents/search', () => {
       // First in both arms: the fused score's top, 1.
       expect(hybrid.results[0].score).toBeCloseTo(1, 6);
       // Only the vector arm found the others: weight it out and they score 0.
-      const keywordOnly = (await search(actor, { query: 'dogs fetch sticks', weights: { vector: 0 } })).json();
+      const keywordOnly = (
+        await search(actor, { query: 'dogs fetch sticks', weights: { vector: 0 } })
+      ).json();
       expect(keywordOnly.results.map((r: { document: { id: string } }) => r.document.id)).toEqual([ids[1]]);
       // The query's embedding is cached: the same query again calls no provider.
       const before = embeddingServer.embeddingRequests().length;

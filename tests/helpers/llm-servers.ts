@@ -190,7 +190,11 @@ async function startServer(protocol: Protocol): Promise<LlmServer> {
     }
     if (protocol === 'openai' && req.method === 'POST' && path === '/v1/embeddings') {
       if (server.embeddingError !== undefined) {
-        json(res, server.embeddingError, errorBody(protocol, server.embeddingError, 'embeddings unavailable'));
+        json(
+          res,
+          server.embeddingError,
+          errorBody(protocol, server.embeddingError, 'embeddings unavailable'),
+        );
         return;
       }
       const input: unknown = record.body?.input;

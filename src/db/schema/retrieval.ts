@@ -13,7 +13,7 @@ import {
   uuid,
   varchar,
 } from 'drizzle-orm/pg-core';
-import { type Static, Type } from 'typebox';
+import type { Static } from 'typebox';
 import { StringEnum } from '../../lib/typebox.ts';
 import { createdAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
@@ -149,9 +149,7 @@ export const indexStats = pgTable(
     chunks: bigint('chunks', { mode: 'number' }).notNull(),
     terms: bigint('terms', { mode: 'number' }).notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.workspace_id, t.source_id, t.generation, t.model, t.slot] }),
-  ],
+  (t) => [primaryKey({ columns: [t.workspace_id, t.source_id, t.generation, t.model, t.slot] })],
 );
 
 /** Document frequency: how many chunks of a source's generation hold a lexeme, by slot as above. */

@@ -375,7 +375,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
   async function embed(request: EmbedRequest): Promise<number[][]> {
     const settings = await settingsOf(deps.settings, request.workspaceId);
     const provider = settings.providers.find((candidate) => candidate.id === request.provider);
-    if (!provider || provider.kind !== 'openai_compatible') {
+    if (provider?.kind !== 'openai_compatible') {
       throw new AppError(
         400,
         'validation_failed',

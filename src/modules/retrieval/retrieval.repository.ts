@@ -1,6 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/transaction.ts';
-import type { Bm25Parameters, QueryTerm, RankedChunk, WeightedTerm } from './ranking.ts';
 
 export type { SearchMode } from '../../db/schema/retrieval.ts';
 export { HNSW_DIMENSIONS, HNSW_HALFVEC_DIMENSIONS, SEARCH_MODES } from '../../db/schema/retrieval.ts';
@@ -14,6 +13,26 @@ export const STAT_SLOTS = 8;
  * where the title is the heading: bench/RESULTS.md).
  */
 export const HEADING_REPEAT = 1;
+
+/** A query lexeme with how often the query says it and how many chunks in scope hold it. */
+export interface TermRow {
+  lexeme: string;
+  queryFrequency: number;
+  documentFrequency: number;
+}
+
+/** A query lexeme with its BM25 weight (query frequency x idf), as the scoring SQL takes it. */
+export interface WeightedLexeme {
+  lexeme: string;
+  weight: number;
+}
+
+/** A chunk an arm ranked, with the arm's score. */
+export interface ScoredChunk {
+  chunkId: number;
+  documentId: string;
+  score: number;
+}
 
 /** One chunk to store, with its embedding when its source has a model. */
 export interface ChunkRow {
@@ -288,7 +307,7 @@ export function createRetrievalRepository(db: Db) {
     },
 
     /** The query's lexemes (English stemming, stop words dropped) with their frequency in the scope. */
-    async queryTerms(scope: SearchScope, query: string): Promise<QueryTerm[]> {
+    async queryTerms(scope: SearchScope, query: string): Promise<TermRow[]> {
       const rows = rowsOf<{ lexeme: string; qtf: number; df: number }>(
         await db.execute(sql`with q as (
             select u.lexeme, cardinality(u.positions) as qtf from unnest(to_tsvector('english', ${query})) u
@@ -314,12 +333,12 @@ export function createRetrievalRepository(db: Db) {
      */
     async keywordSearch(
       scope: SearchScope,
-      terms: WeightedTerm[],
-      candidates: WeightedTerm[],
+      terms: WeightedLexeme[],
+      candidates: WeightedLexeme[],
       averageLength: number,
       depth: number,
-      params: Bm25Parameters,
-    ): Promise<RankedChunk[]> {
+      params: { k1: number; b: number },
+    ): Promise<ScoredChunk[]> {
       if (terms.length === 0 || candidates.length === 0) return [];
       const match = candidates.map((term) => tsqueryLiteral(term.lexeme)).join(' | ');
       const frequencies = sql.join(
@@ -351,7 +370,11 @@ export function createRetrievalRepository(db: Db) {
           order by score desc, id
           limit ${depth}`),
       );
-      return rows.map((row) => ({ chunkId: Number(row.id), documentId: row.document_id, score: Number(row.score) }));
+      return rows.map((row) => ({
+        chunkId: Number(row.id),
+        documentId: row.document_id,
+        score: Number(row.score),
+      }));
     },
 
     /**
@@ -366,7 +389,7 @@ export function createRetrievalRepository(db: Db) {
       vector: number[],
       depth: number,
       indexed: 'vector' | 'halfvec' | null,
-    ): Promise<RankedChunk[]> {
+    ): Promise<ScoredChunk[]> {
       const n = sql.raw(String(Math.trunc(model.dimensions)));
       const column = indexed ? sql`e.embedding::${sql.raw(indexed)}(${n})` : sql`e.embedding`;
       const probe = indexed

@@ -24,7 +24,8 @@ export const SearchBody = Type.Object(
         minItems: 1,
         maxItems: 100,
         uniqueItems: true,
-        description: 'search these sources only (another workspace’s ids find nothing); all sources when absent',
+        description:
+          'search these sources only (another workspace’s ids find nothing); all sources when absent',
       }),
     ),
     tags: Type.Optional(

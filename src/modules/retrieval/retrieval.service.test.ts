@@ -1,11 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureKnowledgeTables, insertDocument, insertSource } from '../../../tests/helpers/knowledge-stand-in.ts';
-import { onPostgres } from '../../../tests/helpers/test-app.ts';
+import {
+  ensureKnowledgeTables,
+  insertDocument,
+  insertSource,
+} from '../../../tests/helpers/knowledge-stand-in.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { AppError } from '../../errors.ts';
 import { createSettingsService } from '../settings/settings.service.ts';
 import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { bm25, type CorpusStats, weighTerms } from './ranking.ts';
@@ -75,11 +76,7 @@ async function indexDocument(
     texts.map((text, position) => chunk(text, position)),
   );
   await inTransaction(db, (tx) =>
-    retrieval.indexDocument(
-      tx,
-      { ...scope, documentId, generation: options.generation ?? 1 },
-      prepared,
-    ),
+    retrieval.indexDocument(tx, { ...scope, documentId, generation: options.generation ?? 1 }, prepared),
   );
   return documentId;
 }
@@ -148,7 +145,8 @@ describe('BM25', () => {
       state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
       return state / 2_147_483_648;
     };
-    const pick = () => words[Math.min(words.length - 1, Math.floor(Math.exp(random() * Math.log(words.length))) - 1)];
+    const pick = () =>
+      words[Math.min(words.length - 1, Math.floor(Math.exp(random() * Math.log(words.length))) - 1)];
     const texts = Array.from({ length: 600 }, () =>
       Array.from({ length: 5 + Math.floor(random() * 40) }, pick).join(' '),
     );
@@ -176,9 +174,15 @@ describe('BM25', () => {
       `${words[1]} ${words[390]}`,
       `${words[0]} ${words[0]} ${words[50]} ${words[120]} ${words[300]}`,
     ]) {
-      const terms = weighTerms(await repository.queryTerms({ workspaceId: ws.workspaceId }, query as string), stats);
+      const terms = weighTerms(
+        await repository.queryTerms({ workspaceId: ws.workspaceId }, query as string),
+        stats,
+      );
       const brute = rows
-        .map((row) => ({ id: Number(row.id), score: bm25(terms, new Map(Object.entries(row.tfs)), row.len, stats) }))
+        .map((row) => ({
+          id: Number(row.id),
+          score: bm25(terms, new Map(Object.entries(row.tfs)), row.len, stats),
+        }))
         .filter((row) => row.score > 0)
         .sort((a, b) => b.score - a.score || a.id - b.id);
       const ranked = await retrieval.search(ws, { query: query as string, top_k: 10, mode: 'keyword' });
@@ -201,8 +205,12 @@ describe('BM25', () => {
         }
       }
       expect(bestPerDocument.length).toBe(10);
-      expect(bestPerDocument.map(([id]) => id)).toEqual(expected.slice(0, bestPerDocument.length).map(([id]) => id));
-      bestPerDocument.forEach(([, score], index) => expect(score).toBeCloseTo(expected[index]?.[1] as number, 9));
+      expect(bestPerDocument.map(([id]) => id)).toEqual(
+        expected.slice(0, bestPerDocument.length).map(([id]) => id),
+      );
+      for (const [index, [, score]] of bestPerDocument.entries()) {
+        expect(score).toBeCloseTo(expected[index]?.[1] as number, 9);
+      }
     }
   });
 });

@@ -3,19 +3,19 @@ import { afterCommit, type Db, inTransaction, isTransaction } from '../../db/tra
 import { AppError, invalidFields } from '../../errors.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
 import {
+  createEmbeddings,
   DEFAULT_EMBEDDING,
   type EmbeddingDependencies,
   type EmbeddingSettings,
   type Embeddings,
-  createEmbeddings,
 } from './embeddings.ts';
 import {
   averageLength,
   BM25_DEFAULTS,
   type Bm25Parameters,
   type CollapsedDocument,
-  collapseByDocument,
   type CorpusStats,
+  collapseByDocument,
   essentialTerms,
   firstPassTerms,
   fuseRanks,
@@ -188,7 +188,8 @@ export function createRetrievalService(deps: RetrievalDependencies) {
   /** Counts written chunks and, once enough were, refreshes the planner's statistics after commit. */
   function noteWritten(tx: Db, chunks: number) {
     writtenSinceAnalyze += chunks;
-    if (analyzing || writtenSinceAnalyze < Math.max(ANALYZE_AFTER_CHUNKS, analyzedChunks * ANALYZE_GROWTH)) return;
+    if (analyzing || writtenSinceAnalyze < Math.max(ANALYZE_AFTER_CHUNKS, analyzedChunks * ANALYZE_GROWTH))
+      return;
     analyzing = true;
     writtenSinceAnalyze = 0;
     afterCommit(tx, () => {
@@ -325,7 +326,14 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       highlights: document.highlights.flatMap((chunk) => {
         const detail = details.get(chunk.chunkId);
         return detail
-          ? [{ chunk_id: detail.id, text: detail.text, heading_path: detail.heading_path, score: chunk.score }]
+          ? [
+              {
+                chunk_id: detail.id,
+                text: detail.text,
+                heading_path: detail.heading_path,
+                score: chunk.score,
+              },
+            ]
           : [];
       }),
     };

@@ -38,7 +38,11 @@ const Config = Type.Object(
       }),
     ),
     min_score: Type.Optional(
-      Type.Number({ minimum: -1, maximum: 1_000_000, description: 'leave out weaker results (scale per mode)' }),
+      Type.Number({
+        minimum: -1,
+        maximum: 1_000_000,
+        description: 'leave out weaker results (scale per mode)',
+      }),
     ),
   },
   { additionalProperties: false },
