@@ -5,6 +5,7 @@ import {
   insertDocument,
   insertSource,
 } from '../../../tests/helpers/knowledge-stand-in.ts';
+import { onPostgres } from '../../../tests/helpers/test-app.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { createSettingsService } from '../settings/settings.service.ts';
@@ -212,5 +213,64 @@ describe('BM25', () => {
         expect(score).toBeCloseTo(expected[index]?.[1] as number, 9);
       }
     }
+  });
+});
+
+describe('statistics under concurrent writers', () => {
+  it('stay exact when many transactions index one workspace at once', async () => {
+    const ws = await newWorkspace();
+    const texts = Array.from({ length: 12 }, (_, i) => [`shared lexeme number${i}`, `shared again ${i}`]);
+    await Promise.all(texts.map((chunks) => indexDocument(ws, chunks)));
+    const [totals] = await t.rows<{ chunks: number; terms: number }>(sql`
+      select sum(chunks)::int as chunks, sum(terms)::int as terms from index_stats where workspace_id = ${ws.workspaceId}`);
+    const [truth] = await t.rows<{ chunks: number; terms: number }>(sql`
+      select count(*)::int as chunks, sum(term_count)::int as terms from chunks where workspace_id = ${ws.workspaceId}`);
+    expect(totals).toEqual(truth);
+    const [shared] = await t.rows<{ df: number }>(sql`
+      select sum(chunks)::int as df from term_stats where workspace_id = ${ws.workspaceId} and lexeme = 'share'`);
+    expect(shared?.df).toBe(24);
+  });
+
+  it.runIf(onPostgres)('never makes one indexer wait for another one’s commit', async () => {
+    const ws = await newWorkspace();
+    // The source's first index write creates its active generation; concurrent first writers
+    // of one source meet on that row once. Afterwards writers share nothing.
+    await indexDocument(ws, ['an earlier document']);
+    const first = await insertDocument(db, ws.workspaceId, ws.sourceId);
+    const second = await insertDocument(db, ws.workspaceId, ws.sourceId);
+    const prepared = await retrieval.prepare(ws.workspaceId, KEYWORD_ONLY, [
+      chunk('common words everywhere'),
+    ]);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let indexed = () => {};
+    const firstIndexed = new Promise<void>((resolve) => {
+      indexed = resolve;
+    });
+    // The first transaction indexes, then stays open holding its slot and its rows.
+    const open = inTransaction(db, async (tx) => {
+      await retrieval.indexDocument(tx, { ...ws, documentId: first.id, generation: 1 }, prepared);
+      indexed();
+      await held;
+    });
+    await firstIndexed;
+    const started = performance.now();
+    await inTransaction(db, (tx) =>
+      retrieval.indexDocument(tx, { ...ws, documentId: second.id, generation: 1 }, prepared),
+    );
+    const waited = performance.now() - started;
+    release();
+    await open;
+    expect(waited).toBeLessThan(2_000);
+    const slots = await t.rows<{ slot: number }>(
+      sql`select distinct slot from index_stats where workspace_id = ${ws.workspaceId}`,
+    );
+    expect(slots.length).toBe(2);
+    const [totals] = await t.rows<{ chunks: number }>(
+      sql`select sum(chunks)::int as chunks from index_stats where workspace_id = ${ws.workspaceId}`,
+    );
+    expect(totals?.chunks).toBe(3);
   });
 });
