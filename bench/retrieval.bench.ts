@@ -34,7 +34,7 @@ import { boot, startServices } from '../src/boot.ts';
 import { loadConfig } from '../src/config.ts';
 import { inTransaction } from '../src/db/transaction.ts';
 import { mintDevToken } from '../src/modules/identity/dev-issuer.ts';
-import type { IndexedChunk } from '../src/modules/retrieval/retrieval.service.ts';
+import type { IndexedChunk, PreparedChunks } from '../src/modules/retrieval/retrieval.service.ts';
 import { createRetrievalService } from '../src/modules/retrieval/retrieval.service.ts';
 import { ensureKnowledgeTables, insertDocument, insertSource } from '../tests/helpers/knowledge-stand-in.ts';
 import { createBenchPostgres } from './postgres-env.ts';
@@ -180,7 +180,7 @@ async function ingest(
   const started = performance.now();
   let chunks = 0;
   for (let start = 0; start < documents.length; start += perTransaction) {
-    const prepared = [];
+    const prepared: Array<{ id: string; chunks: PreparedChunks }> = [];
     for (const document of documents.slice(start, start + perTransaction)) {
       const { id } = await insertDocument(service.database.db, service.workspaceId, sourceId, {
         title: document.title,
