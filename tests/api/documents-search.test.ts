@@ -341,6 +341,39 @@ describe('POST /api/documents/search', () => {
       expect(embeddingServer.embeddingRequests().length).toBe(before);
     });
 
+    it('searches sizes with an HNSW index through it (384 dimensions, cosine)', async () => {
+      const workspace = await t.newWorkspace();
+      const saved = await t.call(workspace, 'PUT', '/api/settings/providers', {
+        providers: [
+          { id: 'loop', kind: 'openai_compatible', base_url: embeddingServer.url, credential_id: null },
+        ],
+        default_model: { provider: 'loop', name: 'chat' },
+      });
+      expect(saved.statusCode).toBe(200);
+      embeddingServer.embeddingDimensions = 384;
+      try {
+        const { ids } = await indexSource(
+          workspace,
+          [
+            { title: 'Ships', chunks: [{ text: 'ships sail across the ocean' }] },
+            { title: 'Trains', chunks: [{ text: 'trains run on rails between cities' }] },
+          ],
+          { embedding: { provider: 'loop', model: 'embed-384' } },
+        );
+        const found = (await search(workspace, { query: 'trains between cities', mode: 'vector' })).json();
+        expect(found.results.map((r: { document: { id: string } }) => r.document.id)).toEqual([
+          ids[1],
+          ids[0],
+        ]);
+        const stored = await t.rows<{ dimensions: number }>(
+          sql`select dimensions from chunk_embeddings where workspace_id = ${workspace.workspaceId}`,
+        );
+        expect(stored.map((row) => row.dimensions)).toEqual([384, 384]);
+      } finally {
+        embeddingServer.embeddingDimensions = 64;
+      }
+    });
+
     it('answers 502 when the provider fails, and 400 for vector search over keyword-only sources', async () => {
       const keywordOnly = await t.newWorkspace();
       await indexSource(keywordOnly, GARDENING);
