@@ -34,7 +34,7 @@ beforeAll(async () => {
     models: { embed: () => Promise.reject(new Error('no embedding provider in these tests')) },
     credentials: { get: () => Promise.reject(new Error('no vault in these tests')) },
     // Small, so that the tests' small corpora go through MaxScore's second pass too.
-    firstPassPostings: 40,
+    firstPassPostings: 60,
   });
 });
 afterAll(() => t.close());
@@ -174,6 +174,10 @@ describe('BM25', () => {
       `${words[2]} ${words[3]} ${words[4]} ${words[5]}`,
       `${words[1]} ${words[390]}`,
       `${words[0]} ${words[0]} ${words[50]} ${words[120]} ${words[300]}`,
+      `${words[5]} ${words[6]} ${words[60]}`,
+      `${words[10]} ${words[0]} ${words[1]} ${words[2]}`,
+      `${words[30]} ${words[31]} ${words[1]} ${words[0]}`,
+      `${words[8]} ${words[9]} ${words[3]}`,
     ]) {
       const terms = weighTerms(
         await repository.queryTerms({ workspaceId: ws.workspaceId }, query as string),
