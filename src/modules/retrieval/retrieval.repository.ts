@@ -328,13 +328,8 @@ export function createRetrievalRepository(db: Db) {
     /**
      * The `depth` best chunks by BM25 among those holding any of `candidates`, every term of
      * `terms` scored: tf read from the tsvector (`bm25_term_frequency`), the weights and the
-     * average length computed by the caller. The subquery fences (`offset 0`) make each tf a
+     * average length computed by the caller. The subquery fence (`offset 0`) makes each tf a
      * single call per chunk.
-     *
-     * With `cut` (MaxScore's per-chunk test), the candidate terms are scored first; a chunk
-     * whose partial score plus `cut.otherBound` (the most the other terms can add) stays below
-     * `cut.threshold` is dropped before the other terms' frequencies are read. Exact, since
-     * `cut.threshold` is a score `depth` chunks are known to reach.
      */
     async keywordSearch(
       scope: SearchScope,
@@ -343,56 +338,38 @@ export function createRetrievalRepository(db: Db) {
       averageLength: number,
       depth: number,
       params: { k1: number; b: number },
-      cut?: { threshold: number; otherBound: number },
     ): Promise<ScoredChunk[]> {
       if (terms.length === 0 || candidates.length === 0) return [];
-      const k1p1 = sql`${params.k1 + 1}::float8`;
       const match = candidates.map((term) => tsqueryLiteral(term.lexeme)).join(' | ');
-      const first = cut ? terms.filter((term) => candidates.some((c) => c.lexeme === term.lexeme)) : terms;
-      const later = cut ? terms.filter((term) => !first.includes(term)) : [];
-      const frequencies = (list: WeightedLexeme[], prefix: string, vector: SQL) =>
-        sql.join(
-          list.map(
-            (term, index) =>
-              sql`bm25_term_frequency(${vector}, ${tsqueryLiteral(term.lexeme)}::tsquery) as ${sql.raw(`${prefix}${index}`)}`,
-          ),
-          sql`, `,
-        );
-      const partial = (list: WeightedLexeme[], prefix: string) =>
-        list.length === 0
-          ? sql`0::float8`
-          : sql.join(
-              list.map((term, index) => {
-                const f = sql.raw(`${prefix}${index}`);
-                return sql`${term.weight}::float8 * ${f} / (${f} + norm)`;
-              }),
-              sql` + `,
-            );
-      const scored = sql`select c.id, c.document_id, c.search,
-          ${params.k1}::float8 * (1 - ${params.b}::float8 + ${params.b}::float8 * c.term_count / ${averageLength}::float8) as norm,
-          ${frequencies(first, 'f', sql`c.search`)}
-        from chunks c join ${activeGenerations(scope)} a
-          on a.source_id = c.source_id and a.generation = c.generation
-        where c.workspace_id = ${scope.workspaceId} and c.search @@ ${match}::tsquery
-          ${tagFilter(scope, sql`c.document_id`)}
-        offset 0`;
-      const query =
-        cut && later.length > 0
-          ? sql`select id, document_id, (partial + ${partial(later, 'g')}) * ${k1p1} as score
-            from (
-              select p.id, p.document_id, p.norm, p.partial, ${frequencies(later, 'g', sql`p.search`)}
-              from (select s.id, s.document_id, s.search, s.norm, ${partial(first, 'f')} as partial
-                from (${scored}) s offset 0) p
-              where p.partial * ${k1p1} + ${cut.otherBound}::float8 >= ${cut.threshold}::float8
-              offset 0
-            ) r
-            order by score desc, id
-            limit ${depth}`
-          : sql`select id, document_id, (${partial(first, 'f')}) * ${k1p1} as score
-            from (${scored}) s
-            order by score desc, id
-            limit ${depth}`;
-      const rows = rowsOf<{ id: number; document_id: string; score: number }>(await db.execute(query));
+      const frequencies = sql.join(
+        terms.map(
+          (term, index) =>
+            sql`bm25_term_frequency(c.search, ${tsqueryLiteral(term.lexeme)}::tsquery) as ${sql.raw(`f${index}`)}`,
+        ),
+        sql`, `,
+      );
+      const score = sql.join(
+        terms.map((term, index) => {
+          const f = sql.raw(`f${index}`);
+          return sql`${term.weight}::float8 * ${f} / (${f} + norm)`;
+        }),
+        sql` + `,
+      );
+      const rows = rowsOf<{ id: number; document_id: string; score: number }>(
+        await db.execute(sql`select id, document_id, (${score}) * ${params.k1 + 1}::float8 as score
+          from (
+            select c.id, c.document_id,
+              ${params.k1}::float8 * (1 - ${params.b}::float8 + ${params.b}::float8 * c.term_count / ${averageLength}::float8) as norm,
+              ${frequencies}
+            from chunks c join ${activeGenerations(scope)} a
+              on a.source_id = c.source_id and a.generation = c.generation
+            where c.workspace_id = ${scope.workspaceId} and c.search @@ ${match}::tsquery
+              ${tagFilter(scope, sql`c.document_id`)}
+            offset 0
+          ) scored
+          order by score desc, id
+          limit ${depth}`),
+      );
       return rows.map((row) => ({
         chunkId: Number(row.id),
         documentId: row.document_id,

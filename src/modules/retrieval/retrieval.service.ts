@@ -229,15 +229,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     // A hair below the threshold: the bound must not exclude a chunk that ties it.
     const essential = essentialTerms(terms, threshold * (1 - 1e-9));
     if (essential.every((term) => first.includes(term))) return ranked;
-    // The other terms' bounds: a candidate whose essential score plus them misses the
-    // threshold is dropped before their frequencies are read.
-    const otherBound = terms
-      .filter((term) => !essential.includes(term))
-      .reduce((sum, term) => sum + term.upperBound, 0);
-    return reader.keywordSearch(scope, terms, essential, avg, depth, params, {
-      threshold: threshold * (1 - 1e-9),
-      otherBound: otherBound * (1 + 1e-9),
-    });
+    return reader.keywordSearch(scope, terms, essential, avg, depth, params);
   }
 
   async function queryVector(
