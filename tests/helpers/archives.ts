@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import zlib from 'node:zlib';
 import tar from 'tar-stream';
@@ -94,11 +94,27 @@ export async function buildTar(entries: TarEntrySpec[], gzip = true): Promise<Bu
 export const SAMPLE_PROJECT: Record<string, string> = {
   'src/math.ts':
     '/** Adds two numbers. */\nexport function add(a: number, b: number): number {\n  return a + b;\n}\n',
-  'src/main.ts': "import { add } from './math.ts';\n\nexport function main(): number {\n  return add(1, 2);\n}\n",
+  'src/main.ts':
+    "import { add } from './math.ts';\n\nexport function main(): number {\n  return add(1, 2);\n}\n",
   'tools/build.py': 'def build():\n    """Builds it."""\n    return run()\n\n\ndef run():\n    return 1\n',
   'README.md': '# sample\n',
 };
 
 /** `SAMPLE_PROJECT` as zip entries. */
-export const sampleZipEntries = (files: Record<string, string> = SAMPLE_PROJECT): ZipEntrySpec[] =>
+export const sampleZipEntries = (files: Record<string, string | Buffer> = SAMPLE_PROJECT): ZipEntrySpec[] =>
   Object.entries(files).map(([name, data]) => ({ name, data }));
+
+/** A multipart/form-data body (as a browser's FormData would send it) and its content type. */
+export async function formBody(
+  fields: Record<string, string>,
+  files: Record<string, { data: Buffer; filename: string }> = {},
+): Promise<{ payload: Buffer; headers: Record<string, string> }> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.set(name, value);
+  for (const [name, file] of Object.entries(files)) form.set(name, new Blob([file.data]), file.filename);
+  const encoded = new Response(form);
+  return {
+    payload: Buffer.from(await encoded.arrayBuffer()),
+    headers: { 'content-type': encoded.headers.get('content-type') as string },
+  };
+}

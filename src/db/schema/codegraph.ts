@@ -23,7 +23,15 @@ import { workspaces } from './workspaces.ts';
 export const CodegraphStatusSchema = StringEnum(['indexing', 'ready', 'failed'] as const);
 export type CodegraphStatus = Static<typeof CodegraphStatusSchema>;
 
-export const SymbolKindSchema = StringEnum(['function', 'class', 'method', 'interface', 'type', 'enum'] as const);
+export const SymbolKindSchema = StringEnum([
+  'function',
+  'class',
+  'method',
+  'interface',
+  'type',
+  'enum',
+] as const);
+export type SymbolKind = Static<typeof SymbolKindSchema>;
 export const EdgeKindSchema = StringEnum(['defines', 'imports', 'calls', 'extends', 'implements'] as const);
 /** How a call's or a base type's target was found (docs/codegraph.md). */
 export const ResolutionSchema = StringEnum([
@@ -138,7 +146,11 @@ export const codegraphSymbols = pgTable(
   },
   (t) => [
     // Exact and prefix matches on the name, case-insensitive, within one generation.
-    index('codegraph_symbols_name_idx').on(t.project_id, t.generation, sql`lower(${t.name}) text_pattern_ops`),
+    index('codegraph_symbols_name_idx').on(
+      t.project_id,
+      t.generation,
+      sql`lower(${t.name}) text_pattern_ops`,
+    ),
     // Fuzzy matches (pg_trgm similarity) and substrings of names.
     index('codegraph_symbols_name_trgm_idx').using('gin', sql`${t.name} gin_trgm_ops`),
   ],
@@ -170,6 +182,8 @@ export const codegraphEdges = pgTable(
     module: text('module'),
     target_file: text('target_file'),
     resolution: varchar('resolution', { length: 20 }),
+    /** Call sites this edge stands for: one edge per caller, target and file. */
+    occurrences: integer('occurrences').notNull().default(1),
   },
   (t) => [
     index('codegraph_edges_project_idx').on(t.project_id, t.generation, t.kind),

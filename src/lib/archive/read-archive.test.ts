@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { buildTar, buildZip, SAMPLE_PROJECT, sampleZipEntries } from '../../../tests/helpers/archives.ts';
-import { type ArchiveEntry, ArchiveError, archiveFormat, readArchive, safeEntryPath } from './read-archive.ts';
+import {
+  type ArchiveEntry,
+  ArchiveError,
+  archiveFormat,
+  readArchive,
+  safeEntryPath,
+} from './read-archive.ts';
 
 /** Reads every `.ts`/`.py` file of the archive into a map, with the limits given. */
 async function readSources(bytes: Buffer, limits = {}) {
@@ -28,7 +34,9 @@ async function refusal(bytes: Buffer | Promise<Buffer>, limits = {}): Promise<Ar
   return error;
 }
 
-const sources = Object.fromEntries(Object.entries(SAMPLE_PROJECT).filter(([name]) => /\.(ts|py)$/.test(name)));
+const sources = Object.fromEntries(
+  Object.entries(SAMPLE_PROJECT).filter(([name]) => /\.(ts|py)$/.test(name)),
+);
 
 describe('reading archives', () => {
   it('reads the selected files of a zip, a tar.gz and a tar', async () => {
@@ -40,7 +48,9 @@ describe('reading archives', () => {
       const { files, seen, counted } = await readSources(bytes);
       expect(files).toEqual(sources);
       expect(seen.map((entry) => entry.path)).toContain('README.md');
-      expect(counted.totalBytes).toBe(Object.values(SAMPLE_PROJECT).reduce((sum, text) => sum + text.length, 0));
+      expect(counted.totalBytes).toBe(
+        Object.values(SAMPLE_PROJECT).reduce((sum, text) => sum + text.length, 0),
+      );
     }
   });
 
@@ -53,7 +63,13 @@ describe('reading archives', () => {
   });
 
   it('refuses paths that climb out or are absolute, in zips and tars', async () => {
-    for (const name of ['../evil.ts', 'a/../../evil.ts', '/etc/passwd', 'C:/windows/x.ts', 'a\\..\\..\\x.ts']) {
+    for (const name of [
+      '../evil.ts',
+      'a/../../evil.ts',
+      '/etc/passwd',
+      'C:/windows/x.ts',
+      'a\\..\\..\\x.ts',
+    ]) {
       const zip = await refusal(buildZip([{ name, data: 'x' }]));
       expect(zip.reason, name).toBe('unsafe_entry');
       expect(zip.message).toMatch(/absolute|leads out/);
@@ -65,10 +81,15 @@ describe('reading archives', () => {
 
   it('refuses links and special files', async () => {
     const zipLink = await refusal(buildZip([{ name: 'link.ts', data: '/etc/passwd', mode: 0o120777 }]));
-    expect(zipLink).toMatchObject({ reason: 'unsafe_entry', message: expect.stringMatching(/symbolic link/) });
+    expect(zipLink).toMatchObject({
+      reason: 'unsafe_entry',
+      message: expect.stringMatching(/symbolic link/),
+    });
     const tarLink = await refusal(buildTar([{ name: 'link.ts', type: 'symlink', linkname: '/etc/passwd' }]));
     expect(tarLink).toMatchObject({ reason: 'unsafe_entry', message: expect.stringMatching(/is a link/) });
-    expect((await refusal(buildTar([{ name: 'hard.ts', type: 'link', linkname: 'x' }]))).reason).toBe('unsafe_entry');
+    expect((await refusal(buildTar([{ name: 'hard.ts', type: 'link', linkname: 'x' }]))).reason).toBe(
+      'unsafe_entry',
+    );
     expect((await refusal(buildTar([{ name: 'pipe', type: 'fifo' }]))).reason).toBe('unsafe_entry');
   });
 
@@ -83,11 +104,15 @@ describe('reading archives', () => {
     const bomb = await buildTar([{ name: 'zeros.ts', data: Buffer.alloc(16 * 1024 * 1024) }]);
     expect((await refusal(bomb)).reason).toBe('compression_ratio');
     // The total limit applies as well, whatever the ratio.
-    expect((await refusal(bomb, { maxRatio: 1_000_000, maxTotalBytes: 4 * 1024 * 1024 })).reason).toBe('too_large');
+    expect((await refusal(bomb, { maxRatio: 1_000_000, maxTotalBytes: 4 * 1024 * 1024 })).reason).toBe(
+      'too_large',
+    );
   });
 
   it('refuses declared sizes over the total, and entries that inflate past what they declare', async () => {
-    const declared = await refusal(buildZip([{ name: 'big.ts', data: 'x', declaredSize: 600 * 1024 * 1024 }]));
+    const declared = await refusal(
+      buildZip([{ name: 'big.ts', data: 'x', declaredSize: 600 * 1024 * 1024 }]),
+    );
     expect(declared.reason).toBe('too_large');
     const lying = await refusal(buildZip([{ name: 'lies.ts', data: 'x'.repeat(10_000), declaredSize: 10 }]));
     expect(lying.reason).toBe('corrupt');

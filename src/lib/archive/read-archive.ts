@@ -96,7 +96,8 @@ export async function readArchive(
   const limits = { ...DEFAULT_ARCHIVE_LIMITS, ...options.limits };
   const format = archiveFormat(bytes);
   if (!format) throw new ArchiveError('not_an_archive', 'the upload is not a .zip, .tar.gz or .tar archive');
-  const counted = format === 'zip' ? await readZip(bytes, limits, options) : await readTar(bytes, format, limits, options);
+  const counted =
+    format === 'zip' ? await readZip(bytes, limits, options) : await readTar(bytes, format, limits, options);
   return { format, ...counted };
 }
 
@@ -114,7 +115,10 @@ export function safeEntryPath(name: string): string {
   }
   const parts = normal.split('/').filter((part) => part !== '' && part !== '.');
   if (parts.includes('..')) {
-    throw new ArchiveError('unsafe_entry', `archive entry "${printable(normal)}" leads out of the archive (..)`);
+    throw new ArchiveError(
+      'unsafe_entry',
+      `archive entry "${printable(normal)}" leads out of the archive (..)`,
+    );
   }
   return parts.join('/');
 }
@@ -150,7 +154,11 @@ async function readZip(bytes: Buffer, limits: ArchiveLimits, options: ReadArchiv
   let zip: yauzl.ZipFile;
   try {
     // Names are checked here (`safeEntryPath`), so yauzl hands them over undecoded.
-    zip = await yauzl.fromBufferPromise(bytes, { lazyEntries: true, decodeStrings: false, validateEntrySizes: true });
+    zip = await yauzl.fromBufferPromise(bytes, {
+      lazyEntries: true,
+      decodeStrings: false,
+      validateEntrySizes: true,
+    });
   } catch {
     throw new ArchiveError('corrupt', 'the .zip archive cannot be read (corrupt or truncated)');
   }
@@ -175,7 +183,10 @@ async function readZip(bytes: Buffer, limits: ArchiveLimits, options: ReadArchiv
         throw new ArchiveError('unsafe_entry', `archive entry "${printable(path)}" is a symbolic link`);
       }
       if (mode !== 0 && mode !== S_IFREG && mode !== S_IFDIR) {
-        throw new ArchiveError('unsafe_entry', `archive entry "${printable(path)}" is not a file or a folder`);
+        throw new ArchiveError(
+          'unsafe_entry',
+          `archive entry "${printable(path)}" is not a file or a folder`,
+        );
       }
       if (entry.isEncrypted()) throw new ArchiveError('corrupt', 'the archive has encrypted entries');
       countEntry(counter, limits, entry.uncompressedSize);
@@ -237,7 +248,10 @@ async function inflate(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Buffer> 
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks);
   } catch {
-    throw new ArchiveError('corrupt', 'an entry of the .zip archive cannot be read (corrupt, or larger than declared)');
+    throw new ArchiveError(
+      'corrupt',
+      'an entry of the .zip archive cannot be read (corrupt, or larger than declared)',
+    );
   }
 }
 
@@ -261,7 +275,10 @@ async function readTar(
       }
       const regular = header.type === 'file' || header.type === 'contiguous-file';
       if (!regular && header.type !== 'directory') {
-        throw new ArchiveError('unsafe_entry', `archive entry "${printable(path)}" is not a file or a folder`);
+        throw new ArchiveError(
+          'unsafe_entry',
+          `archive entry "${printable(path)}" is not a file or a folder`,
+        );
       }
       const size = header.size ?? 0;
       countEntry(counter, limits, size);
@@ -272,7 +289,9 @@ async function readTar(
         return;
       }
       const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('data', (chunk: unknown) => {
+        chunks.push(chunk as Buffer);
+      });
       stream.on('end', () => {
         try {
           options.onFile(file, Buffer.concat(chunks));
@@ -288,12 +307,13 @@ async function readTar(
     }
   });
   const source = Readable.from([bytes]);
-  const stages: NodeJS.ReadWriteStream[] =
-    format === 'tar.gz' ? [createGunzip(), countOutput(bytes.length, limits)] : [];
+  const signal = options.signal ?? new AbortController().signal;
   try {
-    await pipeline([source, ...stages, extract] as unknown as Parameters<typeof pipeline>[0], {
-      signal: options.signal,
-    });
+    if (format === 'tar.gz') {
+      await pipeline(source, createGunzip(), countOutput(bytes.length, limits), extract, { signal });
+    } else {
+      await pipeline(source, extract, { signal });
+    }
   } catch (error) {
     options.signal?.throwIfAborted();
     if (refusal) throw refusal;

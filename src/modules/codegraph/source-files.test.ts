@@ -9,8 +9,8 @@ import {
   DEFAULT_SOURCE_LIMITS,
   directorySources,
   isWantedPath,
-  type SourceSet,
   SourceError,
+  type SourceSet,
 } from './source-files.ts';
 
 async function readAll(set: SourceSet): Promise<Record<string, string>> {
@@ -74,7 +74,7 @@ describe('directory sources', () => {
 
 describe('archive sources', () => {
   it('reads the same files from a zip and a tar.gz', async () => {
-    const entries = [...sampleZipEntries(), ...sampleZipEntries(NOISE as Record<string, string>)];
+    const entries = [...sampleZipEntries(), ...sampleZipEntries(NOISE)];
     for (const bytes of [buildZip(entries), await buildTar(entries)]) {
       const set = await archiveSources(bytes);
       expect(await readAll(set)).toEqual(SOURCES);
@@ -84,7 +84,9 @@ describe('archive sources', () => {
   });
 
   it('passes on the refusals of the archive reader', async () => {
-    await expect(archiveSources(buildZip([{ name: '../x.ts', data: 'x' }]))).rejects.toBeInstanceOf(ArchiveError);
+    await expect(archiveSources(buildZip([{ name: '../x.ts', data: 'x' }]))).rejects.toBeInstanceOf(
+      ArchiveError,
+    );
     await expect(
       archiveSources(buildZip(sampleZipEntries()), { ...DEFAULT_SOURCE_LIMITS, maxFiles: 1 }),
     ).rejects.toMatchObject({ reason: 'too_many_files' });

@@ -121,7 +121,10 @@ function checkTotals(files: number, bytes: number, limits: SourceLimits): void {
     throw new SourceError('too_many_files', `the project has more than ${limits.maxFiles} source files`);
   }
   if (bytes > limits.maxSourceBytes) {
-    throw new SourceError('too_much_source', `the project has more than ${limits.maxSourceBytes} bytes of source`);
+    throw new SourceError(
+      'too_much_source',
+      `the project has more than ${limits.maxSourceBytes} bytes of source`,
+    );
   }
 }
 
@@ -151,7 +154,10 @@ export async function directorySources(
     for (const entry of entries) {
       seen++;
       if (seen > limits.maxWalkEntries) {
-        throw new SourceError('too_many_files', `the directory has more than ${limits.maxWalkEntries} entries`);
+        throw new SourceError(
+          'too_many_files',
+          `the directory has more than ${limits.maxWalkEntries} entries`,
+        );
       }
       const relative = folder === '' ? entry.name : `${folder}/${entry.name}`;
       if (entry.isDirectory()) {

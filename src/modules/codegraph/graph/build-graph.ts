@@ -53,12 +53,15 @@ export interface GraphEdge {
   targetFile: string | null;
   /** How the target was found; null when it was not. */
   resolution: Resolution | null;
+  /** Call sites this edge stands for (calls from one symbol to one target are one edge); 1 otherwise. */
+  occurrences: number;
 }
 
 export interface GraphStats {
   files: number;
   symbols: number;
   edges: Record<EdgeKind, number>;
+  /** Call sites (an edge may stand for several), and those whose target was found, by rule. */
   calls: { total: number; resolved: number; by_resolution: Partial<Record<Resolution, number>> };
 }
 
@@ -139,6 +142,7 @@ export function buildCodeGraph(files: readonly ParsedFile[]): CodeGraph {
         module: null,
         targetFile: null,
         resolution: target?.resolution ?? null,
+        occurrences: 1,
       });
     }
   }
@@ -156,11 +160,39 @@ export function buildCodeGraph(files: readonly ParsedFile[]): CodeGraph {
         module: null,
         targetFile: null,
         resolution: target?.resolution ?? null,
+        occurrences: 1,
       });
     }
   }
   countCallers(symbols, edges);
-  return { symbols, edges, stats: statsOf(files.length, symbols, edges) };
+  const merged = mergeCalls(edges);
+  return { symbols, edges: merged, stats: statsOf(files.length, symbols, edges, merged) };
+}
+
+/**
+ * One `calls` edge per caller, target (or unresolved name) and file, at its first line, with
+ * the number of call sites: a test calling `expect` forty times is one edge, not forty.
+ */
+function mergeCalls(edges: GraphEdge[]): GraphEdge[] {
+  const merged: GraphEdge[] = [];
+  const byKey = new Map<string, GraphEdge>();
+  for (const edge of edges) {
+    if (edge.kind !== 'calls') {
+      merged.push(edge);
+      continue;
+    }
+    const key = `${edge.source}\u0000${edge.target ?? edge.targetName}\u0000${edge.file}`;
+    const existing = byKey.get(key);
+    if (existing) {
+      existing.occurrences += edge.occurrences;
+      existing.line = Math.min(existing.line, edge.line);
+      continue;
+    }
+    const copy = { ...edge };
+    byKey.set(key, copy);
+    merged.push(copy);
+  }
+  return merged;
 }
 
 function localsOf(file: ParsedFile, offset: number): Map<number | 'top', Set<string>> {
@@ -320,6 +352,7 @@ function defineEdges(scope: FileScope, symbols: GraphSymbol[]): GraphEdge[] {
     module: null,
     targetFile: null,
     resolution: null,
+    occurrences: 1,
   }));
 }
 
@@ -345,6 +378,7 @@ function importEdges(scope: FileScope, paths: ModulePaths, exportsOf: ExportLook
       module: entry.module,
       targetFile: submodule[0] ?? targets[0] ?? null,
       resolution: ids.length === 1 ? ('import' as const) : null,
+      occurrences: 1,
     };
   });
 }
@@ -607,15 +641,16 @@ function countCallers(symbols: GraphSymbol[], edges: GraphEdge[]): void {
   for (const [id, set] of callers) (symbols[id] as GraphSymbol).callerCount = set.size;
 }
 
-function statsOf(files: number, symbols: GraphSymbol[], edges: GraphEdge[]): GraphStats {
-  const byKind = Object.fromEntries(
-    (['defines', 'imports', 'calls', 'extends', 'implements'] as const).map((kind) => [kind, 0]),
-  ) as Record<EdgeKind, number>;
+function statsOf(files: number, symbols: GraphSymbol[], sites: GraphEdge[], edges: GraphEdge[]): GraphStats {
+  const byKind = Object.fromEntries(EDGE_KINDS.map((kind) => [kind, 0])) as Record<EdgeKind, number>;
+  for (const edge of edges) byKind[edge.kind]++;
   const byResolution: Partial<Record<Resolution, number>> = {};
+  let total = 0;
   let resolved = 0;
-  for (const edge of edges) {
-    byKind[edge.kind]++;
-    if (edge.kind === 'calls' && edge.resolution) {
+  for (const edge of sites) {
+    if (edge.kind !== 'calls') continue;
+    total++;
+    if (edge.resolution) {
       resolved++;
       byResolution[edge.resolution] = (byResolution[edge.resolution] ?? 0) + 1;
     }
@@ -624,6 +659,6 @@ function statsOf(files: number, symbols: GraphSymbol[], edges: GraphEdge[]): Gra
     files,
     symbols: symbols.length,
     edges: byKind,
-    calls: { total: byKind.calls, resolved, by_resolution: byResolution },
+    calls: { total, resolved, by_resolution: byResolution },
   };
 }
