@@ -102,7 +102,20 @@ export async function createServices(config: Config, database: Database, options
     refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
     allowLoopback: config.vaultAllowLoopback,
   });
-  const tools = createToolsService({ definitions: await loadToolDefinitions(), credentials, addressPolicy });
+  const codegraph = createCodegraphService({
+    db,
+    activity: { record: activity.record },
+    enqueue: (payload) => queue.enqueue(CODEGRAPH_INDEX, payload, { jobId: indexJobId(payload) }),
+    sourcesRoot: config.sourcesRoot,
+    syncMaxBytes: config.codegraphSyncMaxBytes,
+    log,
+  });
+  const tools = createToolsService({
+    definitions: await loadToolDefinitions(),
+    credentials,
+    codegraph,
+    addressPolicy,
+  });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
@@ -137,14 +150,6 @@ export async function createServices(config: Config, database: Database, options
         { err: error, run_id: runId },
         'the queue did not take the run; the recovery sweep hands it over',
       ),
-  });
-  const codegraph = createCodegraphService({
-    db,
-    activity: { record: activity.record },
-    enqueue: (payload) => queue.enqueue(CODEGRAPH_INDEX, payload, { jobId: indexJobId(payload) }),
-    sourcesRoot: config.sourcesRoot,
-    syncMaxBytes: config.codegraphSyncMaxBytes,
-    log,
   });
   // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
   // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.

@@ -465,3 +465,66 @@ describe('workspace isolation', () => {
     expect((await t.call(owner, 'GET', '/api/codegraph/projects/sample')).json().id).toBe(project.id);
   });
 });
+
+describe('the code_search tool', () => {
+  /** `code_search` bound as a model turn binds it: for one user of one workspace. */
+  const codeSearch = (actor: Actor, config: Record<string, unknown> = {}) => {
+    const [tool] = t.services.tools.bind([{ name: 'code_search', config }], {
+      workspaceId: actor.workspaceId,
+      userId: actor.userId,
+    });
+    if (!tool) throw new Error('code_search is not in the registry');
+    return (input: Record<string, unknown>) => tool.execute(input, new AbortController().signal);
+  };
+
+  it('is listed by the registry with its schemas', async () => {
+    const listed = (await t.call(owner, 'GET', '/api/tools')).json();
+    const items = Array.isArray(listed) ? listed : listed.items;
+    expect(items.map((tool: { name: string }) => tool.name)).toContain('code_search');
+  });
+
+  it('answers symbols with their location, callers and callees, in the run’s workspace', async () => {
+    const found = (await codeSearch(owner)({
+      query: 'createRunEngine',
+      project: 'platform',
+      limit: 1,
+    })) as any;
+    expect(found).toMatchObject({ project: 'platform', status: 'ready' });
+    expect(found.results).toEqual([
+      expect.objectContaining({
+        kind: 'function',
+        name: 'createRunEngine',
+        location: expect.stringMatching(/^modules\/runs\/run-engine\.ts:\d+-\d+$/),
+        match: 'exact',
+      }),
+    ]);
+    expect(found.results[0].callers).toContainEqual(
+      expect.stringMatching(/^createServices at services\.ts:\d+$/),
+    );
+    expect(found.results[0].callees).toContainEqual(expect.stringMatching(/^createRunsRepository at /));
+  });
+
+  it('keeps to the projects an agent may search, and asks for a project when there are several', async () => {
+    const limited = codeSearch(owner, { projects: ['sample'] });
+    expect(((await limited({ query: 'add' })) as any).project).toBe('sample');
+    await expect(limited({ query: 'add', project: 'platform' })).rejects.toThrow(/not among this agent's/);
+    await expect(codeSearch(owner)({ query: 'add' })).rejects.toThrow(/name the project to search, one of: /);
+  });
+
+  it('never reaches another workspace', async () => {
+    const stranger = await t.newWorkspace();
+    await expect(codeSearch(stranger)({ query: 'add', project: 'platform' })).rejects.toThrow(
+      'there is no code project named platform in this workspace',
+    );
+    await expect(codeSearch(stranger)({ query: 'add' })).rejects.toThrow('no code project is indexed');
+  });
+
+  it('checks its configuration when an agent is saved', async () => {
+    const response = await t.call(owner, 'POST', '/api/agents', {
+      name: 'coder',
+      tools: [{ name: 'code_search', config: { projects: ['../x'] } }],
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errors[0].field).toMatch(/^body\.tools\.0\.config\.projects/);
+  });
+});

@@ -29,6 +29,7 @@ import {
 } from './source-files.ts';
 
 export type { ProjectRow, SearchHit } from './codegraph.repository.ts';
+export { SYMBOL_KINDS } from './parse/types.ts';
 
 /** What a background index job carries; the project row is the truth it reads. */
 export interface IndexJobPayload {
@@ -430,5 +431,7 @@ function toAppError(error: unknown): AppError | undefined {
 /** Why a background index failed, when the reason is safe to show; undefined otherwise. */
 function failureMessage(error: unknown): string | undefined {
   if (error instanceof IndexFailure) return error.message;
-  return toAppError(error)?.message;
+  const known = toAppError(error);
+  // A field error names a request field the job never had: its message alone says it.
+  return known?.errors?.map((fieldError) => fieldError.message).join('; ') || known?.message;
 }
