@@ -528,3 +528,9 @@ describe('the code_search tool', () => {
     expect(response.json().errors[0].field).toMatch(/^body\.tools\.0\.config\.projects/);
   });
 });
+
+it('refuses an index request without a body, naming it', async () => {
+  const response = await t.call(owner, 'POST', '/api/codegraph/index');
+  expect(response.statusCode).toBe(400);
+  expect(response.json().errors).toEqual([{ field: 'body', message: expect.stringMatching(/is required/) }]);
+});

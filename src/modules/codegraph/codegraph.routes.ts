@@ -71,7 +71,7 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const { project, source } = request.isMultipart()
         ? await readIndexForm(request, uploadMaxBytes)
-        : fromJson(request.body as Static<typeof IndexBody>);
+        : fromJson(request.body as Static<typeof IndexBody> | undefined);
       const outcome = await codegraph.index(request.caller, project, source);
       return reply.status(outcome.background ? 202 : 200).send(outcome.project);
     },
@@ -144,10 +144,22 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
   );
 };
 
-const fromJson = (body: Static<typeof IndexBody>): { project: string; source: IndexSource } => ({
-  project: body.project,
-  source: { directory: body.source.directory },
-});
+/**
+ * The JSON body, validated by its schema when it came with its media type. A request with no
+ * body has none to validate (the schema is per media type), so it is refused here.
+ */
+function fromJson(body: Static<typeof IndexBody> | undefined): { project: string; source: IndexSource } {
+  if (body === undefined || body === null) {
+    throw invalidFields([
+      {
+        field: 'body',
+        message:
+          'is required: JSON {project, source: {directory}} or a multipart form with project and archive',
+      },
+    ]);
+  }
+  return { project: body.project, source: { directory: body.source.directory } };
+}
 
 const projectName = ProjectName();
 
