@@ -20,6 +20,13 @@ import {
 } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
 import { createChatService } from './modules/chat/chat.service.ts';
+import {
+  CODEGRAPH_INDEX,
+  createCodegraphRecovery,
+  indexJobId,
+  indexProjectJob,
+} from './modules/codegraph/codegraph.jobs.ts';
+import { createCodegraphService } from './modules/codegraph/codegraph.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
@@ -95,7 +102,20 @@ export async function createServices(config: Config, database: Database, options
     refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
     allowLoopback: config.vaultAllowLoopback,
   });
-  const tools = createToolsService({ definitions: await loadToolDefinitions(), credentials, addressPolicy });
+  const codegraph = createCodegraphService({
+    db,
+    activity: { record: activity.record },
+    enqueue: (payload) => queue.enqueue(CODEGRAPH_INDEX, payload, { jobId: indexJobId(payload) }),
+    sourcesRoot: config.sourcesRoot,
+    syncMaxBytes: config.codegraphSyncMaxBytes,
+    log,
+  });
+  const tools = createToolsService({
+    definitions: await loadToolDefinitions(),
+    credentials,
+    codegraph,
+    addressPolicy,
+  });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
   const agents = createAgentsService(db, {
@@ -133,7 +153,7 @@ export async function createServices(config: Config, database: Database, options
   });
   // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
   // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.
-  const jobs: RegisteredJob[] = [bindJob(executeRunJob, { engine })];
+  const jobs: RegisteredJob[] = [bindJob(executeRunJob, { engine }), bindJob(indexProjectJob, { codegraph })];
   // Started in this order, stopped in reverse. The queue comes last so it stops first: its
   // running jobs use everything before it (the model gateway's stop aborts calls still open).
   // A hub given by the caller is the caller's to start and stop.
@@ -142,8 +162,10 @@ export async function createServices(config: Config, database: Database, options
     ...(options.eventHub ? [] : [eventHub]),
     modelGateway,
     queue,
-    // Consumers sweep for runs a lost enqueue or a dead worker left behind.
-    ...(config.runMode === 'api' ? [] : [createRunRecovery({ runs, queue, log })]),
+    // Consumers sweep for runs and indexes a lost enqueue or a dead worker left behind.
+    ...(config.runMode === 'api'
+      ? []
+      : [createRunRecovery({ runs, queue, log }), createCodegraphRecovery({ codegraph, queue, log })]),
   ];
 
   return {
@@ -177,6 +199,7 @@ export async function createServices(config: Config, database: Database, options
     }),
     modelGateway,
     chat: createChatService({ db, gateway: modelGateway, agents }),
+    codegraph,
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite, type QueryOptions, types } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -51,6 +52,12 @@ const PGLITE_START_PARAMS = [
   'maintenance_work_mem=16MB',
 ];
 
+/**
+ * Contrib extensions the migrations create (`CREATE EXTENSION`), loaded into every PGlite
+ * instance: pg_trgm for the code graph's fuzzy name search.
+ */
+const PGLITE_EXTENSIONS = { pg_trgm };
+
 /** The PGlite cluster lives in a sub-directory so DATA_DIR can also hold keys and the lock file. */
 export const pgliteDirectory = (dataDir: string): string => path.join(dataDir, 'pgdata');
 
@@ -92,6 +99,7 @@ export async function openDatabase(
     const directory = pgliteDirectory(config.dataDir);
     const pglite = await PGlite.create(directory, {
       startParams: PGLITE_START_PARAMS,
+      extensions: PGLITE_EXTENSIONS,
       loadDataDir: pgliteTemplateFor(directory),
     });
     for (const oid of DRIZZLE_TEXT_TYPES) pglite.parsers[oid] = asText;

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codegraphOf } from '../../../tests/helpers/codegraph.ts';
 import {
   type LlmServer,
   startAnthropicServer,
@@ -70,7 +71,12 @@ beforeAll(async () => {
     testConnection,
   });
   const addressPolicy = policyOf(true);
-  tools = createToolsService({ definitions: await loadToolDefinitions(), credentials, addressPolicy });
+  tools = createToolsService({
+    definitions: await loadToolDefinitions(),
+    credentials,
+    codegraph: codegraphOf(db),
+    addressPolicy,
+  });
   providers = createProvidersService({ db: db.database.db, settings, credentials, addressPolicy });
   gateway = createModelGateway({ settings, credentials, tools, addressPolicy });
   [openai, backup, anthropic] = await Promise.all([

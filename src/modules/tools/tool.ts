@@ -1,15 +1,18 @@
 import type { Static, TObject } from 'typebox';
 import type { FetchFunction } from '../../lib/net/guarded-fetch.ts';
+import type { CodegraphService } from '../codegraph/codegraph.service.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 
 /**
- * What a tool may use of the platform, already scoped to the calling workspace: vault access
- * (every decrypted read is audited under the tool's own `service_name`) and a `fetch` that
- * passes the outbound address guard with the workspace's policy.
+ * What a tool may use of the platform: vault access (every decrypted read is audited under
+ * the tool's own `service_name`), a `fetch` that passes the outbound address guard with the
+ * workspace's policy, and the code graph's search. Each takes the context's workspace, so a
+ * tool never reaches another workspace's data.
  */
 export interface ToolServices {
   credentials: Pick<CredentialsService, 'access' | 'get' | 'getType'>;
   fetch: FetchFunction;
+  codegraph: Pick<CodegraphService, 'search' | 'listProjects'>;
 }
 
 /** Who a tool call is for and what bounds it. */

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codegraphOf } from '../../../tests/helpers/codegraph.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { createCredentialsService } from '../credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from '../credentials/vault-keys.ts';
@@ -48,6 +49,7 @@ beforeAll(async () => {
   tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
+    codegraph: codegraphOf(db),
     addressPolicy: async () => ({ refusePrivateNetworks: true, allowLoopback: true }),
   });
   const workspace = await createWorkspacesService(db.database.db).createWorkspace('tool-user', {
