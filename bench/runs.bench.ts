@@ -414,6 +414,8 @@ interface ChatFigures {
   chatErrors: number;
   streamsCompleted: number;
   streamsErrored: number;
+  /** What the errored streams answered, each kind once. */
+  streamErrorKinds: string;
   streamsSeconds: number;
 }
 
@@ -478,18 +480,22 @@ async function benchChat(server: ApiServer, llm: LlmServer): Promise<ChatFigures
     chunkDelayMs: 200,
   };
   const started = performance.now();
+  const streamErrorKinds = new Set<string>();
   const outcomes = await Promise.all(
     Array.from({ length: CHAT_STREAMS }, async (_, n) => {
       try {
         const sentAt = performance.now();
         const response = await call(server, 'POST', '/api/chat', { message: `Stream ${n}` });
         if (response.status !== 200) {
-          await response.arrayBuffer();
+          const problem = (await response.json().catch(() => ({}))) as { code?: string };
+          streamErrorKinds.add(`${response.status} ${problem.code ?? ''}`.trim());
           return false;
         }
         const read = await readChat(response, sentAt);
+        if (read.error !== undefined) streamErrorKinds.add(`error event ${read.error.slice(0, 80)}`);
         return read.done && read.error === undefined;
-      } catch {
+      } catch (error) {
+        streamErrorKinds.add(String(error).slice(0, 80));
         return false;
       }
     }),
@@ -506,6 +512,7 @@ async function benchChat(server: ApiServer, llm: LlmServer): Promise<ChatFigures
     chatErrors,
     streamsCompleted,
     streamsErrored: outcomes.length - streamsCompleted,
+    streamErrorKinds: [...streamErrorKinds].join('; '),
     streamsSeconds,
   };
 }
@@ -676,7 +683,7 @@ const rows: Row[] = [
     `chat: ${CHAT_STREAMS} concurrent streams (10 chunks, 200 ms apart): completed / errored, total time`,
     (c) =>
       c.chat
-        ? `${c.chat.streamsCompleted} / ${c.chat.streamsErrored}, ${c.chat.streamsSeconds.toFixed(2)} s`
+        ? `${c.chat.streamsCompleted} / ${c.chat.streamsErrored}${c.chat.streamErrorKinds ? ` (${c.chat.streamErrorKinds})` : ''}, ${c.chat.streamsSeconds.toFixed(2)} s`
         : '–',
     'no errors',
   ],

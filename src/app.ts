@@ -18,6 +18,7 @@ import { loggerOptions } from './logger.ts';
 import { activityRoutes } from './modules/activity/activity.routes.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
+import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
 import { providersRoutes } from './modules/providers/providers.routes.ts';
@@ -110,6 +111,10 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(providersRoutes, { providers: services.providers });
       await api.register(toolsRoutes, { tools: services.tools });
       await api.register(retrievalRoutes, { retrieval: services.retrieval });
+      await api.register(codegraphRoutes, {
+        codegraph: services.codegraph,
+        uploadMaxBytes: config.uploadMaxBytes,
+      });
     },
     { prefix: '/api' },
   );

@@ -84,6 +84,12 @@ export interface Config {
   sourcesRoot?: string;
   /** `UPLOAD_MAX_BYTES`: the largest uploaded file (documents, code archives); 25 MiB by default. */
   uploadMaxBytes: number;
+  /**
+   * `CODEGRAPH_SYNC_MAX_BYTES`: a code project with at most this many bytes of source is indexed
+   * within its request (200); a larger one by a background job (202). 2 MiB by default, about
+   * 3 s of parsing on one core; 0 sends every index to the background.
+   */
+  codegraphSyncMaxBytes: number;
   /** `REDIS_URL`; absent means the embedded mode: no Redis at all, jobs and events in-process. */
   redis?: { url: string };
   /** Gates the job consumers of this process (never the producers). */
@@ -182,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const sourcesRoot =
     sourcesRootText && path.isAbsolute(sourcesRootText) ? path.resolve(sourcesRootText) : undefined;
   const uploadMaxBytes = int('UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024);
+  const codegraphSyncMaxBytes = int('CODEGRAPH_SYNC_MAX_BYTES', 2 * 1024 * 1024, 0, 1024 * 1024 * 1024);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -201,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     vaultAllowLoopback,
     ...(sourcesRoot ? { sourcesRoot } : {}),
     uploadMaxBytes,
+    codegraphSyncMaxBytes,
     redis,
     runMode,
     queue,

@@ -28,6 +28,7 @@ export const ERROR_CODES = {
   credential_type_not_found: 404,
   run_not_found: 404,
   conversation_not_found: 404,
+  codegraph_project_not_found: 404,
   request_timeout: 408,
   member_exists: 409,
   last_owner: 409,
@@ -36,7 +37,13 @@ export const ERROR_CODES = {
   run_state_conflict: 409,
   workflow_not_runnable: 409,
   index_generation_stale: 409,
+  sources_root_not_configured: 409,
   idempotency_key_reused: 422,
+  archive_invalid: 422,
+  archive_unsafe: 422,
+  archive_too_large: 422,
+  source_too_large: 422,
+  no_source_files: 422,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,
@@ -98,6 +105,7 @@ const NOT_FOUND = {
   'credential type': 'credential_type_not_found',
   run: 'run_not_found',
   conversation: 'conversation_not_found',
+  'code project': 'codegraph_project_not_found',
 } as const satisfies Record<string, ErrorCode>;
 
 /** 404 for a resource that does not exist in the caller's workspace (or in any). */

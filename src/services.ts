@@ -20,6 +20,13 @@ import {
 } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
 import { createChatService } from './modules/chat/chat.service.ts';
+import {
+  CODEGRAPH_INDEX,
+  createCodegraphRecovery,
+  indexJobId,
+  indexProjectJob,
+} from './modules/codegraph/codegraph.jobs.ts';
+import { createCodegraphService } from './modules/codegraph/codegraph.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
@@ -96,11 +103,20 @@ export async function createServices(config: Config, database: Database, options
     refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
     allowLoopback: config.vaultAllowLoopback,
   });
+  const codegraph = createCodegraphService({
+    db,
+    activity: { record: activity.record },
+    enqueue: (payload) => queue.enqueue(CODEGRAPH_INDEX, payload, { jobId: indexJobId(payload) }),
+    sourcesRoot: config.sourcesRoot,
+    syncMaxBytes: config.codegraphSyncMaxBytes,
+    log,
+  });
   // The knowledge_search tool reaches the search index through this closure: the index
   // embeds queries through the model gateway, which binds the tools (created below).
   const tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
+    codegraph,
     addressPolicy,
     knowledge: { search: (caller, input, signal) => retrieval.search(caller, input, signal) },
   });
@@ -150,7 +166,7 @@ export async function createServices(config: Config, database: Database, options
   });
   // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
   // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.
-  const jobs: RegisteredJob[] = [bindJob(executeRunJob, { engine })];
+  const jobs: RegisteredJob[] = [bindJob(executeRunJob, { engine }), bindJob(indexProjectJob, { codegraph })];
   // Started in this order, stopped in reverse. The queue comes last so it stops first: its
   // running jobs use everything before it (the model gateway's stop aborts calls still open).
   // A hub given by the caller is the caller's to start and stop.
@@ -160,8 +176,10 @@ export async function createServices(config: Config, database: Database, options
     modelGateway,
     retrieval.statsComponent,
     queue,
-    // Consumers sweep for runs a lost enqueue or a dead worker left behind.
-    ...(config.runMode === 'api' ? [] : [createRunRecovery({ runs, queue, log })]),
+    // Consumers sweep for runs and indexes a lost enqueue or a dead worker left behind.
+    ...(config.runMode === 'api'
+      ? []
+      : [createRunRecovery({ runs, queue, log }), createCodegraphRecovery({ codegraph, queue, log })]),
   ];
 
   return {
@@ -196,6 +214,7 @@ export async function createServices(config: Config, database: Database, options
     modelGateway,
     retrieval,
     chat: createChatService({ db, gateway: modelGateway, agents }),
+    codegraph,
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,

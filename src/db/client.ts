@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite, type QueryOptions, types } from '@electric-sql/pglite';
 import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
@@ -54,11 +55,12 @@ const PGLITE_START_PARAMS = [
 ];
 
 /**
- * Extensions the schema creates (migration 0005): pgvector for similarity search, btree_gin
- * for the workspace column inside the full-text GIN index. PostgreSQL servers need them
- * installed (docs/retrieval.md); PGlite loads them from these packages.
+ * Extensions the migrations create (`CREATE EXTENSION`), loaded into every PGlite instance:
+ * pg_trgm for the code graph's fuzzy name search, pgvector for similarity search and
+ * btree_gin for the workspace column inside the full-text GIN index (docs/retrieval.md).
+ * PostgreSQL servers need them installed.
  */
-export const PGLITE_EXTENSIONS = { vector, btree_gin };
+const PGLITE_EXTENSIONS = { pg_trgm, vector, btree_gin };
 
 /** The PGlite cluster lives in a sub-directory so DATA_DIR can also hold keys and the lock file. */
 export const pgliteDirectory = (dataDir: string): string => path.join(dataDir, 'pgdata');

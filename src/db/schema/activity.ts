@@ -7,7 +7,7 @@ import { workspaces } from './workspaces.ts';
 
 /**
  * Activity kinds (spec section 6), `<subject>.<what happened>`. The knowledge issue emits
- * the document kinds.
+ * the document kinds and the code graph's (`codegraph.indexed`, `codegraph.failed`).
  */
 export const ACTIVITY_KINDS = [
   'agent.created',
@@ -23,6 +23,8 @@ export const ACTIVITY_KINDS = [
   'document.uploaded',
   'document.processed',
   'document.failed',
+  'codegraph.indexed',
+  'codegraph.failed',
   'system.settings_changed',
   'system.error',
   'system.warning',

@@ -5,6 +5,7 @@
 export * from './activity.ts';
 export * from './agents.ts';
 export * from './chat.ts';
+export * from './codegraph.ts';
 export * from './credentials.ts';
 export * from './retrieval.ts';
 export * from './runs.ts';

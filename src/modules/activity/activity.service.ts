@@ -19,7 +19,14 @@ import {
 export type { ActivityFilter, ActivityItem, ActivityKind } from './activity.repository.ts';
 
 /** What a subject of the feed can be; the column is free text so later modules can add theirs. */
-export type ActivitySubjectType = 'agent' | 'workflow' | 'run' | 'document' | 'settings' | 'system';
+export type ActivitySubjectType =
+  | 'agent'
+  | 'workflow'
+  | 'run'
+  | 'document'
+  | 'codegraph_project'
+  | 'settings'
+  | 'system';
 
 /** One event to record, in the transaction of the change it describes. */
 export interface ActivityInput {

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, desc, eq, sql } from 'drizzle-orm';
 import {
   type CursorPage,
   type Page,
@@ -53,15 +53,6 @@ export function createChatRepository(db: Db) {
         .returning();
       if (!row) throw new Error('conversation insert returned nothing');
       return row;
-    },
-
-    /** Deletes the owner's conversation with its messages. */
-    async deleteConversation(owner: Owner, id: string): Promise<void> {
-      await db.delete(conversations).where(and(owned(owner), eq(conversations.id, id)));
-    },
-
-    async deleteMessages(workspaceId: string, ids: number[]): Promise<void> {
-      await db.delete(messages).where(and(eq(messages.workspace_id, workspaceId), inArray(messages.id, ids)));
     },
 
     /** Moves the conversation to the top of its owner's list. */

@@ -90,15 +90,17 @@ export function createChatService(deps: ChatDependencies) {
           signal,
         })
         [Symbol.asyncIterator]();
-      // The turn is stored while the provider prepares its first output, so the database's time
-      // hides behind the model's instead of adding to the time to first byte.
+      // The first output decides: a failure before it is the request's error, with nothing stored.
+      let next = await turn.next();
+
       const stored = inTransaction(deps.db, async (tx) => {
         const txRepo = createChatRepository(tx);
         const conversation =
           existing ??
           (await txRepo.insertConversation(owner, { title: titleOf(input.message), agent_id: agentId }));
+        if (existing) await txRepo.touchConversation(caller.workspaceId, existing.id);
         const base = { conversation_id: conversation.id, workspace_id: caller.workspaceId };
-        const question = await txRepo.insertMessage({ ...base, role: 'user', content: input.message });
+        await txRepo.insertMessage({ ...base, role: 'user', content: input.message });
         // Stored before it streams, so an answer cut off by a crash still shows in the history.
         const answer = await txRepo.insertMessage({
           ...base,
@@ -106,22 +108,8 @@ export function createChatService(deps: ChatDependencies) {
           content: '',
           error: 'incomplete: the answer was interrupted before it finished',
         });
-        return { conversation, question, answer };
+        return { conversation, answer };
       });
-      // The first output decides: a failure before it is the request's error, and what was
-      // stored for the turn is taken back (nothing of it stays).
-      let next: IteratorResult<ModelEvent>;
-      try {
-        next = await turn.next();
-      } catch (error) {
-        const turnStored = await stored.catch(() => undefined);
-        if (turnStored) {
-          await (existing
-            ? repo.deleteMessages(caller.workspaceId, [turnStored.question.id, turnStored.answer.id])
-            : repo.deleteConversation(owner, turnStored.conversation.id));
-        }
-        throw error;
-      }
       const { conversation, answer } = await stored.catch(async (error: unknown) => {
         await turn.return?.();
         throw error;

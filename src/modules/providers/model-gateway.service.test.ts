@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codegraphOf } from '../../../tests/helpers/codegraph.ts';
 import {
   embedText,
   type LlmServer,
@@ -76,6 +77,7 @@ beforeAll(async () => {
   tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
+    codegraph: codegraphOf(db),
     addressPolicy,
     knowledge: {
       search: (caller, input, signal) => (retrieval as RetrievalService).search(caller, input, signal),

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codegraphOf } from '../../../tests/helpers/codegraph.ts';
 import {
   ensureKnowledgeTables,
   insertDocument,
@@ -58,6 +59,7 @@ beforeAll(async () => {
   tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
+    codegraph: codegraphOf(db),
     addressPolicy,
     knowledge: { search: (caller, input, signal) => retrieval.search(caller, input, signal) },
   });

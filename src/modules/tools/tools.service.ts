@@ -3,6 +3,7 @@ import Value from 'typebox/value';
 import { type FieldError, invalidFields } from '../../errors.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
+import type { CodegraphService } from '../codegraph/codegraph.service.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { RetrievalService } from '../retrieval/retrieval.service.ts';
 import { type ToolDefinition, ToolError } from './tool.ts';
@@ -19,6 +20,8 @@ export interface ToolsDependencies {
   /** The tools found at start-up (`loadToolDefinitions()`). */
   definitions: ToolDefinition[];
   credentials: Pick<CredentialsService, 'access' | 'get' | 'getType'>;
+  /** The code graph, for `code_search`. */
+  codegraph: Pick<CodegraphService, 'search' | 'listProjects'>;
   /** The outbound address policy of a workspace (its `refuse_private_networks`, the loopback allowance). */
   addressPolicy(workspaceId: string): Promise<AddressPolicy>;
   /** The search index, which tools reach scoped to the turn's workspace and user. */
@@ -140,7 +143,7 @@ export function createToolsService(deps: ToolsDependencies) {
                 userId: scope.userId,
                 signal,
                 config: (ref.config ?? {}) as never,
-                services: { credentials: deps.credentials, fetch, knowledge },
+                services: { credentials: deps.credentials, fetch, knowledge, codegraph: deps.codegraph },
               });
             } catch (error) {
               signal.throwIfAborted();
