@@ -36,6 +36,7 @@ export const ERROR_CODES = {
   duplicate_credential_type: 409,
   run_state_conflict: 409,
   workflow_not_runnable: 409,
+  index_generation_stale: 409,
   sources_root_not_configured: 409,
   idempotency_key_reused: 422,
   archive_invalid: 422,

@@ -34,6 +34,7 @@ import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-is
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
 import { createModelGateway } from './modules/providers/ai-gateway.ts';
 import { createProvidersService } from './modules/providers/providers.service.ts';
+import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
 import { createRunEngine } from './modules/runs/run-engine.ts';
 import { createRunLog } from './modules/runs/run-log.ts';
 import { createRunRecovery, executeRunJob, RUN_EXECUTE } from './modules/runs/runs.jobs.ts';
@@ -110,11 +111,14 @@ export async function createServices(config: Config, database: Database, options
     syncMaxBytes: config.codegraphSyncMaxBytes,
     log,
   });
+  // The knowledge_search tool reaches the search index through this closure: the index
+  // embeds queries through the model gateway, which binds the tools (created below).
   const tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
     codegraph,
     addressPolicy,
+    knowledge: { search: (caller, input, signal) => retrieval.search(caller, input, signal) },
   });
   // Agents and workflows meet inside each other's transactions: each gets only the one
   // function it calls (the closure defers the lookup until after both exist).
@@ -128,6 +132,15 @@ export async function createServices(config: Config, database: Database, options
     activity: { record: activity.record },
   });
   const modelGateway = createModelGateway({ settings, credentials, tools, addressPolicy });
+  const retrieval = createRetrievalService({
+    db,
+    models: modelGateway,
+    settings,
+    credentials,
+    onStatsError: (error) =>
+      log.warn({ err: error }, 'search counts could not be written; kept for the next try'),
+    onAnalyzeError: (error) => log.warn({ err: error }, 'ANALYZE of the search index failed'),
+  });
   const commit = createRunLog({ db, hub: eventHub, activity: { recordAll: activity.recordAll } });
   const engine = createRunEngine({
     db,
@@ -161,6 +174,7 @@ export async function createServices(config: Config, database: Database, options
     ...(redis ? [redis] : []),
     ...(options.eventHub ? [] : [eventHub]),
     modelGateway,
+    retrieval.statsComponent,
     queue,
     // Consumers sweep for runs and indexes a lost enqueue or a dead worker left behind.
     ...(config.runMode === 'api'
@@ -198,6 +212,7 @@ export async function createServices(config: Config, database: Database, options
       activity: { record: activity.record },
     }),
     modelGateway,
+    retrieval,
     chat: createChatService({ db, gateway: modelGateway, agents }),
     codegraph,
     system: createSystemService({

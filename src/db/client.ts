@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite, type QueryOptions, types } from '@electric-sql/pglite';
+import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { vector } from '@electric-sql/pglite-pgvector';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -53,10 +55,12 @@ const PGLITE_START_PARAMS = [
 ];
 
 /**
- * Contrib extensions the migrations create (`CREATE EXTENSION`), loaded into every PGlite
- * instance: pg_trgm for the code graph's fuzzy name search.
+ * Extensions the migrations create (`CREATE EXTENSION`), loaded into every PGlite instance:
+ * pg_trgm for the code graph's fuzzy name search, pgvector for similarity search and
+ * btree_gin for the workspace column inside the full-text GIN index (docs/retrieval.md).
+ * PostgreSQL servers need them installed.
  */
-const PGLITE_EXTENSIONS = { pg_trgm };
+const PGLITE_EXTENSIONS = { pg_trgm, vector, btree_gin };
 
 /** The PGlite cluster lives in a sub-directory so DATA_DIR can also hold keys and the lock file. */
 export const pgliteDirectory = (dataDir: string): string => path.join(dataDir, 'pgdata');

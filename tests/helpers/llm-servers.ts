@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
  *
  * - `startOpenAiServer()`: the OpenAI Chat Completions API (`POST /v1/chat/completions`,
  *   streaming SSE chunks with usage in the final chunk, or one JSON answer when
- *   `stream` is false; tool calls; `GET /v1/models`).
+ *   `stream` is false; tool calls; `GET /v1/models`), and its embeddings API
+ *   (`POST /v1/embeddings`: deterministic vectors, see `embedText`).
  * - `startAnthropicServer()`: the Anthropic Messages API (`POST /v1/messages`, streaming
  *   `message_start`, `content_block_start/delta/stop`, `message_delta`, `message_stop`,
  *   or one JSON answer; `tool_use` blocks; `GET /v1/models`).
@@ -88,6 +89,12 @@ export interface LlmServer {
   waitForModelRequests(count: number): Promise<ReceivedRequest[]>;
   /** Forgets the requests and queued replies (the fallback reply stays). */
   reset(): void;
+  /** The size of the vectors `/v1/embeddings` answers (64 unless a test changes it). */
+  embeddingDimensions: number;
+  /** When set, `/v1/embeddings` answers this error status instead of vectors. */
+  embeddingError: number | undefined;
+  /** Only the embeddings calls. */
+  embeddingRequests(): ReceivedRequest[];
   close(): Promise<void>;
 }
 
@@ -141,6 +148,9 @@ async function startServer(protocol: Protocol): Promise<LlmServer> {
       queue.length = 0;
       requests.length = 0;
     },
+    embeddingDimensions: 64,
+    embeddingError: undefined,
+    embeddingRequests: () => requests.filter((r) => r.path === '/v1/embeddings'),
     close: () =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy();
@@ -176,6 +186,29 @@ async function startServer(protocol: Protocol): Promise<LlmServer> {
 
     if (req.method === 'GET' && path === '/v1/models') {
       json(res, 200, modelList(protocol));
+      return;
+    }
+    if (protocol === 'openai' && req.method === 'POST' && path === '/v1/embeddings') {
+      if (server.embeddingError !== undefined) {
+        json(
+          res,
+          server.embeddingError,
+          errorBody(protocol, server.embeddingError, 'embeddings unavailable'),
+        );
+        return;
+      }
+      const input: unknown = record.body?.input;
+      const texts = Array.isArray(input) ? input.map(String) : [String(input ?? '')];
+      json(res, 200, {
+        object: 'list',
+        model: String(record.body?.model ?? 'unknown'),
+        data: texts.map((text, index) => ({
+          object: 'embedding',
+          index,
+          embedding: embedText(text, server.embeddingDimensions),
+        })),
+        usage: { prompt_tokens: texts.join(' ').split(/\s+/).length, total_tokens: 0 },
+      });
       return;
     }
     if (req.method !== 'POST' || path !== modelPath) {
@@ -228,6 +261,23 @@ async function startServer(protocol: Protocol): Promise<LlmServer> {
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   server.url = `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}/v1`;
   return server;
+}
+
+/**
+ * The loopback embedding model: a bag of words hashed into `dimensions` buckets (lower-cased
+ * words, a trailing `s` dropped), L2-normalised. Deterministic, and texts that share words are
+ * near in cosine distance, so vector search tests can say which chunk must come first.
+ */
+export function embedText(text: string, dimensions: number): number[] {
+  const vector = new Array<number>(dimensions).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    const stem = word.length > 3 && word.endsWith('s') ? word.slice(0, -1) : word;
+    let hash = 2_166_136_261;
+    for (const char of stem) hash = Math.imul(hash ^ char.charCodeAt(0), 16_777_619) >>> 0;
+    vector[hash % dimensions] = (vector[hash % dimensions] as number) + 1;
+  }
+  const norm = Math.hypot(...vector);
+  return norm === 0 ? vector.map((_, index) => (index === 0 ? 1 : 0)) : vector.map((value) => value / norm);
 }
 
 function safeJson(text: string): unknown {

@@ -65,6 +65,14 @@ export async function createTestDatabaseEnv(): Promise<TestDatabaseEnv> {
   const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client(adminConfig());
   await admin.connect();
+  // The schema needs pgvector: say so plainly instead of failing every migration.
+  const vector = await admin.query(`select 1 from pg_available_extensions where name = 'vector'`);
+  if (vector.rowCount === 0) {
+    await admin.end();
+    throw new Error(
+      `PostgreSQL at ${process.env.POSTGRES_HOST} has no pgvector extension: install it (bash .ci/install-pgvector)`,
+    );
+  }
   await admin.query(`create database ${name}`);
   await admin.end();
   return {

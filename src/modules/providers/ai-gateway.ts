@@ -3,6 +3,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import {
   APICallError,
+  embedMany,
   jsonSchema,
   type LanguageModel,
   stepCountIs,
@@ -19,7 +20,7 @@ import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import type { ToolsService } from '../tools/tools.service.ts';
 import { estimateTokens, LOCAL_PROVIDER, streamLocalTurn } from './local-provider.ts';
-import type { ModelEvent, ModelGateway, ModelRequest } from './model-gateway.ts';
+import type { EmbedRequest, ModelEvent, ModelGateway, ModelRequest } from './model-gateway.ts';
 import { KEY_FIELDS } from './providers.service.ts';
 
 // The SDK prints its warnings (an unknown model's token limit, ...) to the console; the
@@ -84,7 +85,10 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
   const models = new LruCache<string, ReturnType<typeof buildLanguageModel>>(MODEL_CACHE_SIZE);
 
   /** The provider's key from the vault: `api_key`, else `token`; undefined for keyless servers. */
-  async function keyOf(request: ModelRequest, provider: ProviderConfig): Promise<string | undefined> {
+  async function keyOf(
+    request: { workspaceId: string; userId?: string },
+    provider: ProviderConfig,
+  ): Promise<string | undefined> {
     if (provider.credential_id === null) return undefined;
     for (const field of KEY_FIELDS) {
       try {
@@ -363,6 +367,75 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       : new AppError(502, 'provider_error', `every model failed (${fallbacks.length} tried)`, errors);
   }
 
+  /**
+   * Embeddings through the same provider settings, keys and address guard as chat: one
+   * `embedMany` call (the SDK splits large batches), no retries, bounded by the provider's
+   * `timeout_ms`. Only `openai_compatible` providers have an embeddings endpoint.
+   */
+  async function embed(request: EmbedRequest): Promise<number[][]> {
+    const settings = await settingsOf(deps.settings, request.workspaceId);
+    const provider = settings.providers.find((candidate) => candidate.id === request.provider);
+    if (provider?.kind !== 'openai_compatible') {
+      throw new AppError(
+        400,
+        'validation_failed',
+        provider
+          ? `provider "${request.provider}" is ${provider.kind}, which has no embeddings endpoint`
+          : `provider "${request.provider}" is not configured in this workspace`,
+      );
+    }
+    if (request.texts.length === 0) return [];
+    const where = `${provider.id}/${request.model}`;
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(request.signal?.reason);
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+    inFlight.add(controller);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error('provider timeout'));
+    }, provider.timeout_ms);
+    let key: string | undefined;
+    try {
+      key = await keyOf(request, provider);
+      const keyHeaders =
+        key !== undefined && provider.api_key_header ? { [provider.api_key_header]: key } : {};
+      const model = createOpenAICompatible({
+        name: provider.id,
+        baseURL: provider.base_url,
+        ...(key !== undefined && !provider.api_key_header ? { apiKey: key } : {}),
+        headers: { ...provider.headers, ...keyHeaders },
+        fetch: createGuardedFetch(() => deps.addressPolicy(request.workspaceId)),
+      }).embeddingModel(request.model);
+      const { embeddings } = await embedMany({
+        model,
+        values: request.texts,
+        maxRetries: 0,
+        abortSignal: controller.signal,
+      });
+      if (embeddings.length !== request.texts.length) {
+        throw new AppError(
+          502,
+          'provider_error',
+          `${where} answered ${embeddings.length} embeddings for ${request.texts.length} texts`,
+        );
+      }
+      return embeddings;
+    } catch (error) {
+      request.signal?.throwIfAborted();
+      if (error instanceof AppError) throw error;
+      if (timedOut) {
+        throw new AppError(504, 'provider_timeout', `${where}: no answer within ${provider.timeout_ms} ms`);
+      }
+      const message = error instanceof AttemptFailure ? error.message : describeError(error);
+      throw new AppError(502, 'provider_error', `${where}: ${scrub(message, key)}`);
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onAbort);
+      inFlight.delete(controller);
+    }
+  }
+
   /** Probes each configured endpoint's model list (no key: a probe never decrypts a secret). */
   async function probe(): Promise<ComponentHealth> {
     const rows = await deps.settings.valuesAcrossWorkspaces('providers', 'providers');
@@ -434,6 +507,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       return cachedHealth.value;
     },
     stream,
+    embed,
   };
 }
 

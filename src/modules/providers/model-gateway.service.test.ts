@@ -5,6 +5,7 @@ import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codegraphOf } from '../../../tests/helpers/codegraph.ts';
 import {
+  embedText,
   type LlmServer,
   startAnthropicServer,
   startOpenAiServer,
@@ -16,6 +17,7 @@ import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { testConnection } from '../credentials/connection-tester.ts';
 import { createCredentialsService } from '../credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from '../credentials/vault-keys.ts';
+import { createRetrievalService, type RetrievalService } from '../retrieval/retrieval.service.ts';
 import { createSettingsService } from '../settings/settings.service.ts';
 import { loadToolDefinitions } from '../tools/tool-registry.ts';
 import { createToolsService } from '../tools/tools.service.ts';
@@ -71,14 +73,19 @@ beforeAll(async () => {
     testConnection,
   });
   const addressPolicy = policyOf(true);
+  let retrieval: RetrievalService | undefined;
   tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
     codegraph: codegraphOf(db),
     addressPolicy,
+    knowledge: {
+      search: (caller, input, signal) => (retrieval as RetrievalService).search(caller, input, signal),
+    },
   });
   providers = createProvidersService({ db: db.database.db, settings, credentials, addressPolicy });
   gateway = createModelGateway({ settings, credentials, tools, addressPolicy });
+  retrieval = createRetrievalService({ db: db.database.db, models: gateway, settings, credentials });
   [openai, backup, anthropic] = await Promise.all([
     startOpenAiServer(),
     startOpenAiServer(),
@@ -590,5 +597,42 @@ describe('tools', () => {
       code: 'validation_failed',
       errors: [{ field: 'tools.0.name' }],
     });
+  });
+});
+
+describe('embeddings', () => {
+  it('embeds through an OpenAI-compatible provider with the vault’s key, in order', async () => {
+    const owner = await configured();
+    openai.reset();
+    const vectors = await gateway.embed({
+      workspaceId: owner.workspaceId,
+      userId: owner.userId,
+      provider: 'a',
+      model: 'embed-a',
+      texts: ['red apples', 'green pears'],
+    });
+    expect(vectors).toEqual([embedText('red apples', 64), embedText('green pears', 64)]);
+    const [request] = openai.embeddingRequests();
+    expect(request?.headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
+    expect(request?.body).toMatchObject({ model: 'embed-a', input: ['red apples', 'green pears'] });
+  });
+
+  it('fails with 502 on a provider error, 400 for a provider that cannot embed, never showing the key', async () => {
+    const owner = await configured();
+    openai.embeddingError = 500;
+    try {
+      const failure = await gateway
+        .embed({ workspaceId: owner.workspaceId, provider: 'a', model: 'embed-a', texts: ['x'] })
+        .catch((error: unknown) => error);
+      expect(failure).toMatchObject({ status: 502, code: 'provider_error' });
+      expect(String((failure as Error).message)).not.toContain(OPENAI_KEY);
+    } finally {
+      openai.embeddingError = undefined;
+    }
+    for (const provider of ['claude', 'missing']) {
+      await expect(
+        gateway.embed({ workspaceId: owner.workspaceId, provider, model: 'm', texts: ['x'] }),
+      ).rejects.toMatchObject({ status: 400, code: 'validation_failed' });
+    }
   });
 });

@@ -44,6 +44,19 @@ export type ModelEvent =
       fallbacks: { provider: string; model: string; error: string }[];
     };
 
+/** Texts to turn into vectors with one provider's embedding model. */
+export interface EmbedRequest {
+  /** Whose providers and credentials apply. */
+  workspaceId: string;
+  /** Who the work is for, when a person asked for it (vault access is audited in their name). */
+  userId?: string;
+  /** A provider id of the workspace's provider settings (an `openai_compatible` one). */
+  provider: string;
+  model: string;
+  texts: string[];
+  signal?: AbortSignal;
+}
+
 /**
  * The one way the product talks to language models. It throws `AppError`
  * `provider_error` (502) or `provider_timeout` (504) when every provider of the fallback
@@ -51,6 +64,12 @@ export type ModelEvent =
  */
 export interface ModelGateway extends Component {
   stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+  /**
+   * One vector per text, in order, from the provider's embeddings endpoint. Throws `AppError`
+   * `provider_error` (502) or `provider_timeout` (504), or `validation_failed` (400) when the
+   * provider is not configured or cannot embed; rethrows the signal's reason when aborted.
+   */
+  embed(request: EmbedRequest): Promise<number[][]>;
 }
 
 /** Runs a turn to the end and returns its `finish` event, with every tool call and result. */

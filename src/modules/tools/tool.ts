@@ -2,16 +2,19 @@ import type { Static, TObject } from 'typebox';
 import type { FetchFunction } from '../../lib/net/guarded-fetch.ts';
 import type { CodegraphService } from '../codegraph/codegraph.service.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { SearchInput, SearchResponse } from '../retrieval/retrieval.service.ts';
 
 /**
  * What a tool may use of the platform: vault access (every decrypted read is audited under
  * the tool's own `service_name`), a `fetch` that passes the outbound address guard with the
- * workspace's policy, and the code graph's search. Each takes the context's workspace, so a
- * tool never reaches another workspace's data.
+ * workspace's policy, the code graph's search and the knowledge search. Each takes the
+ * context's workspace, so a tool never reaches another workspace's data.
  */
 export interface ToolServices {
   credentials: Pick<CredentialsService, 'access' | 'get' | 'getType'>;
   fetch: FetchFunction;
+  /** Search over the workspace's indexed documents, as the user the work is for. */
+  knowledge: { search(input: SearchInput, signal: AbortSignal): Promise<SearchResponse> };
   codegraph: Pick<CodegraphService, 'search' | 'listProjects'>;
 }
 

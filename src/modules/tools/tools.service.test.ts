@@ -6,9 +6,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codegraphOf } from '../../../tests/helpers/codegraph.ts';
+import {
+  ensureKnowledgeTables,
+  insertDocument,
+  insertSource,
+} from '../../../tests/helpers/knowledge-stand-in.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
+import { inTransaction } from '../../db/transaction.ts';
 import { createCredentialsService } from '../credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from '../credentials/vault-keys.ts';
+import { createModelGateway } from '../providers/ai-gateway.ts';
+import { createRetrievalService, type RetrievalService } from '../retrieval/retrieval.service.ts';
 import { createSettingsService } from '../settings/settings.service.ts';
 import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { loadToolDefinitions } from './tool-registry.ts';
@@ -25,6 +33,7 @@ import { createToolsService, ToolError } from './tools.service.ts';
 let db: TestDb;
 let credentials: ReturnType<typeof createCredentialsService>;
 let tools: ReturnType<typeof createToolsService>;
+let retrieval: RetrievalService;
 let server: http.Server;
 let base: string;
 const seen: http.IncomingHttpHeaders[] = [];
@@ -46,12 +55,16 @@ beforeAll(async () => {
     keys: createVaultKeys(db.database.db, keyring),
     testConnection: async () => ({ passed: true, message: 'not used', duration_ms: 0 }),
   });
+  const addressPolicy = async () => ({ refusePrivateNetworks: true, allowLoopback: true });
   tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
     codegraph: codegraphOf(db),
-    addressPolicy: async () => ({ refusePrivateNetworks: true, allowLoopback: true }),
+    addressPolicy,
+    knowledge: { search: (caller, input, signal) => retrieval.search(caller, input, signal) },
   });
+  const models = createModelGateway({ settings, credentials, tools, addressPolicy });
+  retrieval = createRetrievalService({ db: db.database.db, models, settings, credentials });
   const workspace = await createWorkspacesService(db.database.db).createWorkspace('tool-user', {
     name: 'tools',
   });
@@ -149,6 +162,55 @@ describe('the registry', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('knowledge_search', () => {
+  /** Indexes one keyword-only document into a new source of `workspaceId`. */
+  async function indexed(workspaceId: string, title: string, text: string) {
+    const source = await insertSource(db.database.db, workspaceId);
+    const document = await insertDocument(db.database.db, workspaceId, source.id, { title });
+    const prepared = await retrieval.prepare(workspaceId, { provider: 'none', model: 'none' }, [
+      { position: 0, text, headingPath: [title, 'Summary'], tokenCount: 10 },
+    ]);
+    await inTransaction(db.database.db, (tx) =>
+      retrieval.indexDocument(
+        tx,
+        { workspaceId, sourceId: source.id, documentId: document.id, generation: 1 },
+        prepared,
+      ),
+    );
+    return { sourceId: source.id, documentId: document.id };
+  }
+
+  it('hands the model the best passages of its own workspace, scoped by the agent’s config', async () => {
+    await ensureKnowledgeTables(db.database.db);
+    const mine = await indexed(owner.workspaceId, 'Onboarding', 'New hires get a laptop on their first day.');
+    const other = await createWorkspacesService(db.database.db).createWorkspace('other-user', {
+      name: 'other',
+    });
+    await indexed(other.id, 'Secrets', 'The other workspace also hands out a laptop, secretly.');
+
+    const [tool] = tools.bind([{ name: 'knowledge_search' }], owner);
+    const found = (await tool?.execute({ query: 'laptop' }, new AbortController().signal)) as {
+      results: Array<{ document_id: string; title: string; heading_path: string[]; passage: string }>;
+    };
+    expect(found.results).toEqual([
+      expect.objectContaining({
+        document_id: mine.documentId,
+        title: 'Onboarding',
+        heading_path: ['Onboarding', 'Summary'],
+        passage: 'New hires get a laptop on their first day.',
+      }),
+    ]);
+    const [scoped] = tools.bind(
+      [{ name: 'knowledge_search', config: { source_ids: [crypto.randomUUID()] } }],
+      owner,
+    );
+    expect(await scoped?.execute({ query: 'laptop' }, new AbortController().signal)).toMatchObject({
+      results: [],
+    });
+    expect(tool?.check({ query: '' })).not.toEqual([]);
   });
 });
 

@@ -5,6 +5,7 @@ import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import type { CodegraphService } from '../codegraph/codegraph.service.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { RetrievalService } from '../retrieval/retrieval.service.ts';
 import { type ToolDefinition, ToolError } from './tool.ts';
 
 export { ToolError } from './tool.ts';
@@ -23,6 +24,8 @@ export interface ToolsDependencies {
   codegraph: Pick<CodegraphService, 'search' | 'listProjects'>;
   /** The outbound address policy of a workspace (its `refuse_private_networks`, the loopback allowance). */
   addressPolicy(workspaceId: string): Promise<AddressPolicy>;
+  /** The search index, which tools reach scoped to the turn's workspace and user. */
+  knowledge: Pick<RetrievalService, 'search'>;
 }
 
 /** A tool as the API lists it. */
@@ -120,6 +123,10 @@ export function createToolsService(deps: ToolsDependencies) {
       const errors = checkRefs(refs, 'tools');
       if (errors.length > 0) throw invalidFields(errors);
       const fetch = createGuardedFetch(() => deps.addressPolicy(scope.workspaceId));
+      const knowledge = {
+        search: (input: Parameters<RetrievalService['search']>[1], signal: AbortSignal) =>
+          deps.knowledge.search(scope, input, signal),
+      };
       return refs.map((ref) => {
         const definition = byName.get(ref.name) as ToolDefinition;
         return {
@@ -136,7 +143,7 @@ export function createToolsService(deps: ToolsDependencies) {
                 userId: scope.userId,
                 signal,
                 config: (ref.config ?? {}) as never,
-                services: { credentials: deps.credentials, fetch, codegraph: deps.codegraph },
+                services: { credentials: deps.credentials, fetch, knowledge, codegraph: deps.codegraph },
               });
             } catch (error) {
               signal.throwIfAborted();

@@ -1,0 +1,506 @@
+import type { Caller } from '../../caller.ts';
+import { afterCommit, type Db, inTransaction, isTransaction } from '../../db/transaction.ts';
+import { AppError, invalidFields } from '../../errors.ts';
+import { LruCache } from '../../lib/lru-cache.ts';
+import {
+  createEmbeddings,
+  DEFAULT_EMBEDDING,
+  type EmbeddingDependencies,
+  type EmbeddingSettings,
+  type Embeddings,
+} from './embeddings.ts';
+import {
+  averageLength,
+  BM25_DEFAULTS,
+  type Bm25Parameters,
+  type CollapsedDocument,
+  type CorpusStats,
+  collapseByDocument,
+  essentialTerms,
+  firstPassTerms,
+  fuseRanks,
+  type RankedChunk,
+  weighTerms,
+} from './ranking.ts';
+import {
+  type ChunkDetail,
+  createRetrievalRepository,
+  HNSW_DIMENSIONS,
+  HNSW_HALFVEC_DIMENSIONS,
+  type ScopeModel,
+  type SearchMode,
+  type SearchScope,
+} from './retrieval.repository.ts';
+import { createSearchStats, type HitRate } from './search-stats.ts';
+
+export type { EmbeddingSettings } from './embeddings.ts';
+export { DEFAULT_EMBEDDING, NO_EMBEDDING } from './embeddings.ts';
+export type { HitRate } from './search-stats.ts';
+
+/** One chunk of a document as the chunker made it. */
+export interface IndexedChunk {
+  position: number;
+  text: string;
+  headingPath: string[];
+  tokenCount: number;
+}
+
+/** A document's chunks ready to store: with their vectors when the source has an embedding model. */
+export interface PreparedChunks {
+  chunks: IndexedChunk[];
+  /** `provider/model` of the vectors; null for keyword-only sources. */
+  model: string | null;
+  /** One vector per chunk, in order; null for keyword-only sources. */
+  vectors: number[][] | null;
+}
+
+/** Where a document's chunks go. */
+export interface IndexTarget {
+  workspaceId: string;
+  sourceId: string;
+  documentId: string;
+  /** The source's generation being written; the first one indexed becomes active by itself. */
+  generation: number;
+}
+
+/** Per-arm weights of a hybrid search (reciprocal rank fusion). */
+export interface ArmWeights {
+  keyword: number;
+  vector: number;
+}
+
+/** Both arms count the same unless a request says otherwise. */
+export const DEFAULT_WEIGHTS: ArmWeights = { keyword: 1, vector: 1 };
+
+/** Documents a search returns unless it asks for another number, and the most it may ask for. */
+export const DEFAULT_TOP_K = 10;
+export const MAX_TOP_K = 100;
+
+/** Further chunks of a document shown with its best one. */
+export const MAX_HIGHLIGHTS = 3;
+
+/**
+ * Postings per ranked chunk the first keyword pass may score before MaxScore decides which
+ * terms matter: the rarest terms' chunks are cheap to score and give the threshold that rules
+ * common terms out (at least `MIN_FIRST_PASS_POSTINGS`).
+ */
+export const FIRST_PASS_POSTINGS_PER_RESULT = 8;
+export const MIN_FIRST_PASS_POSTINGS = 200;
+
+/**
+ * Chunks written since the last `ANALYZE` that make the next one due (and at least this share
+ * of the chunks counted then). PostgreSQL's autovacuum analyzes on its own; embedded PGlite
+ * has no autovacuum, and without statistics its planner keeps the plans of an empty table.
+ */
+export const ANALYZE_AFTER_CHUNKS = 2_000;
+export const ANALYZE_GROWTH = 0.2;
+
+/** Chunks each arm ranks: enough for `topK` documents with highlights, and for the fusion. */
+export const armDepth = (topK: number): number => Math.min(300, Math.max(30, topK * 3));
+
+/** A search request (`POST /api/documents/search`). */
+export interface SearchInput {
+  query: string;
+  top_k?: number;
+  source_ids?: string[];
+  tags?: string[];
+  /** Default: `hybrid` when the searched sources have embeddings, else `keyword`. */
+  mode?: SearchMode;
+  /** Results scoring below it are left out (the scale depends on the mode: docs/retrieval.md). */
+  min_score?: number;
+  weights?: Partial<ArmWeights>;
+}
+
+/** A chunk shown in a result. */
+export interface ResultChunk {
+  id: number;
+  text: string;
+  heading_path: string[];
+  position: number;
+}
+
+/** One document found, with its best chunk and further matching chunks. */
+export interface SearchResult {
+  document: {
+    id: string;
+    title: string;
+    filename: string;
+    tags: string[];
+    source: { id: string; name: string };
+  };
+  score: number;
+  chunk: ResultChunk;
+  highlights: Array<{ chunk_id: number; text: string; heading_path: string[]; score: number }>;
+}
+
+export interface SearchResponse {
+  results: SearchResult[];
+  mode: SearchMode;
+  took_ms: number;
+}
+
+/**
+ * An optional second opinion on the order of the best results (a cross-encoder, a hosted
+ * rerank API). Given the query and the best chunk of each of the first documents, it returns
+ * one score per chunk, higher is better; results are reordered by it and carry its score.
+ */
+export interface Reranker {
+  /** How many of the first documents it reorders. */
+  depth: number;
+  rerank(query: string, texts: string[], signal?: AbortSignal): Promise<number[]>;
+}
+
+export interface RetrievalDependencies extends EmbeddingDependencies {
+  db: Db;
+  /** When absent there is no rerank step. */
+  reranker?: Reranker;
+  bm25?: Bm25Parameters;
+  /** Postings of the first keyword pass (by default from `FIRST_PASS_POSTINGS_PER_RESULT`). */
+  firstPassPostings?: number;
+  /** Told when a background `ANALYZE` fails. */
+  onAnalyzeError?: (error: unknown) => void;
+  /** Told when the hit-rate counts cannot be written (they are kept and retried). */
+  onStatsError?: (error: unknown) => void;
+  now?: () => Date;
+}
+
+/** How long a query's embedding is reused, and how many are kept. */
+const QUERY_EMBEDDING_TTL_MS = 10 * 60_000;
+const QUERY_EMBEDDING_CACHE = 1_000;
+
+/** The search index: storing chunks (for the knowledge module), searching them, and the hit-rate. */
+export function createRetrievalService(deps: RetrievalDependencies) {
+  const params = deps.bm25 ?? BM25_DEFAULTS;
+  const embeddings: Embeddings = createEmbeddings(deps);
+  const queryVectors = new LruCache<string, Promise<number[]>>(QUERY_EMBEDDING_CACHE);
+  const reader = createRetrievalRepository(deps.db);
+  const stats = createSearchStats({
+    write: (counts) => reader.addSearchCounts(counts),
+    read: (workspaceId, since) => reader.searchCounts(workspaceId, since),
+    ...(deps.now ? { now: deps.now } : {}),
+    ...(deps.onStatsError ? { onError: deps.onStatsError } : {}),
+  });
+
+  let writtenSinceAnalyze = 0;
+  let analyzedChunks = 0;
+  let analyzing = false;
+
+  /** Counts written chunks and, once enough were, refreshes the planner's statistics after commit. */
+  function noteWritten(tx: Db, chunks: number) {
+    writtenSinceAnalyze += chunks;
+    if (analyzing || writtenSinceAnalyze < Math.max(ANALYZE_AFTER_CHUNKS, analyzedChunks * ANALYZE_GROWTH))
+      return;
+    analyzing = true;
+    writtenSinceAnalyze = 0;
+    afterCommit(tx, () => {
+      reader
+        .analyze()
+        .then((chunks) => {
+          analyzedChunks = chunks;
+        })
+        .catch((error: unknown) => deps.onAnalyzeError?.(error))
+        .finally(() => {
+          analyzing = false;
+        });
+    });
+  }
+
+  function requireTransaction(tx: Db, what: string) {
+    // The statistics slot is a transaction-scoped advisory lock: outside a transaction it
+    // would be released at once and two writers could share a slot's rows.
+    if (!isTransaction(tx)) throw new Error(`${what} needs the caller's transaction (inTransaction)`);
+  }
+
+  /** The text embedded for a chunk: its heading path, then its text. */
+  const embeddingText = (chunk: IndexedChunk) =>
+    chunk.headingPath.length > 0 ? `${chunk.headingPath.join(' > ')}\n\n${chunk.text}` : chunk.text;
+
+  /** BM25 over the full-text index, exact top `depth` with MaxScore pruning (docs/retrieval.md). */
+  async function keywordArm(scope: SearchScope, query: string, totals: CorpusStats, depth: number) {
+    const terms = weighTerms(await reader.queryTerms(scope, query), totals, params);
+    if (terms.length === 0) return [];
+    const avg = averageLength(totals);
+    const budget =
+      deps.firstPassPostings ?? Math.max(MIN_FIRST_PASS_POSTINGS, depth * FIRST_PASS_POSTINGS_PER_RESULT);
+    const first = firstPassTerms(terms, budget);
+    const ranked = await reader.keywordSearch(scope, terms, first, avg, depth, params);
+    if (first.length === terms.length) return ranked;
+    const threshold = ranked.length >= depth ? (ranked[depth - 1] as RankedChunk).score : 0;
+    // A hair below the threshold: the bound must not exclude a chunk that ties it.
+    const essential = essentialTerms(terms, threshold * (1 - 1e-9));
+    if (essential.every((term) => first.includes(term))) return ranked;
+    return reader.keywordSearch(scope, terms, essential, avg, depth, params);
+  }
+
+  async function queryVector(
+    caller: Pick<Caller, 'workspaceId' | 'userId'>,
+    model: ScopeModel,
+    query: string,
+    signal?: AbortSignal,
+  ): Promise<number[]> {
+    const slash = model.model.indexOf('/');
+    const settings = { provider: model.model.slice(0, slash), model: model.model.slice(slash + 1) };
+    const key = `${caller.workspaceId}\u0000${model.model}\u0000${query}`;
+    let vector = queryVectors.get(key);
+    if (!vector) {
+      const embedder = embeddings.embedder(caller.workspaceId, settings, caller.userId);
+      if (!embedder) return [];
+      vector = embedder.embed([query], signal).then((vectors) => vectors[0] ?? []);
+      queryVectors.set(key, vector, Date.now() + QUERY_EMBEDDING_TTL_MS);
+      vector.catch(() => queryVectors.delete(key));
+    }
+    const value = await vector;
+    if (value.length !== model.dimensions) {
+      throw new AppError(
+        502,
+        'provider_error',
+        `${model.model} embedded the query in ${value.length} dimensions, its chunks have ${model.dimensions}`,
+      );
+    }
+    return value;
+  }
+
+  /** pgvector similarity per embedding model in scope, merged by cosine similarity. */
+  async function vectorArm(
+    caller: Pick<Caller, 'workspaceId' | 'userId'>,
+    scope: SearchScope,
+    models: ScopeModel[],
+    query: string,
+    depth: number,
+    signal?: AbortSignal,
+  ): Promise<RankedChunk[]> {
+    const probes = await Promise.all(models.map((model) => queryVector(caller, model, query, signal)));
+    const lists = await inTransaction(deps.db, async (tx) => {
+      const repository = createRetrievalRepository(tx);
+      const found: RankedChunk[][] = [];
+      for (const [index, model] of models.entries()) {
+        const indexed = (HNSW_DIMENSIONS as readonly number[]).includes(model.dimensions)
+          ? 'vector'
+          : (HNSW_HALFVEC_DIMENSIONS as readonly number[]).includes(model.dimensions)
+            ? 'halfvec'
+            : null;
+        found.push(await repository.vectorSearch(scope, model, probes[index] as number[], depth, indexed));
+      }
+      return found;
+    });
+    return lists
+      .flat()
+      .sort((a, b) => b.score - a.score || a.chunkId - b.chunkId)
+      .slice(0, depth);
+  }
+
+  async function rerank(
+    query: string,
+    documents: CollapsedDocument[],
+    details: Map<number, ChunkDetail>,
+    signal?: AbortSignal,
+  ): Promise<CollapsedDocument[]> {
+    const reranker = deps.reranker;
+    if (!reranker || documents.length === 0) return documents;
+    const head = documents.slice(0, reranker.depth);
+    const scores = await reranker.rerank(
+      query,
+      head.map((document) => details.get(document.best.chunkId)?.text ?? ''),
+      signal,
+    );
+    const rescored = head
+      .map((document, index) => ({ ...document, score: scores[index] ?? Number.NEGATIVE_INFINITY }))
+      .sort((a, b) => b.score - a.score);
+    return [...rescored, ...documents.slice(reranker.depth)];
+  }
+
+  function toResult(document: CollapsedDocument, details: Map<number, ChunkDetail>): SearchResult | null {
+    const best = details.get(document.best.chunkId);
+    // A chunk deleted between ranking and reading (a concurrent reindex swap) is skipped.
+    if (!best) return null;
+    return {
+      document: {
+        id: best.document_id,
+        title: best.title,
+        filename: best.filename,
+        tags: best.tags,
+        source: { id: best.source_id, name: best.source_name },
+      },
+      score: document.score,
+      chunk: { id: best.id, text: best.text, heading_path: best.heading_path, position: best.position },
+      highlights: document.highlights.flatMap((chunk) => {
+        const detail = details.get(chunk.chunkId);
+        return detail
+          ? [
+              {
+                chunk_id: detail.id,
+                text: detail.text,
+                heading_path: detail.heading_path,
+                score: chunk.score,
+              },
+            ]
+          : [];
+      }),
+    };
+  }
+
+  return {
+    /** Records hit-rate counts; `services.ts` starts and stops it with the process. */
+    statsComponent: stats.component,
+
+    /**
+     * Embeds a document's chunks (heading path and text) OUTSIDE any transaction: it calls the
+     * embedding provider. Keyword-only settings return the chunks as they are.
+     */
+    async prepare(
+      workspaceId: string,
+      embedding: EmbeddingSettings,
+      chunks: IndexedChunk[],
+      signal?: AbortSignal,
+    ): Promise<PreparedChunks> {
+      const embedder = embeddings.embedder(workspaceId, embedding);
+      if (!embedder || chunks.length === 0) return { chunks, model: null, vectors: null };
+      const vectors = await embedder.embed(chunks.map(embeddingText), signal);
+      return { chunks, model: embedder.model, vectors };
+    },
+
+    /**
+     * Makes `prepared` the document's chunks in `target.generation`, in the caller's
+     * transaction: the document's earlier chunks of that generation are replaced, those of
+     * other generations stay until `activateGeneration`. A generation older than the source's
+     * active one is refused (409 `index_generation_stale`).
+     */
+    async indexDocument(tx: Db, target: IndexTarget, prepared: PreparedChunks): Promise<void> {
+      requireTransaction(tx, 'indexDocument');
+      const positions = new Set(prepared.chunks.map((chunk) => chunk.position));
+      if (positions.size !== prepared.chunks.length) throw new Error('chunk positions must be unique');
+      if (prepared.vectors && prepared.vectors.length !== prepared.chunks.length) {
+        throw new Error('prepared chunks need one vector each');
+      }
+      const repository = createRetrievalRepository(tx);
+      const active = await repository.ensureActiveGeneration(
+        target.workspaceId,
+        target.sourceId,
+        target.generation,
+      );
+      if (target.generation < active) throw staleGeneration(target.generation, active);
+      const slot = await repository.takeSlot(target.workspaceId);
+      if (await repository.hasDocumentChunks(target.workspaceId, target.documentId, target.generation)) {
+        await repository.deleteDocumentChunks(target.workspaceId, target.documentId, slot, target.generation);
+      }
+      await repository.insertChunks(
+        target,
+        prepared.chunks.map((chunk, index) => ({
+          position: chunk.position,
+          text: chunk.text,
+          heading_path: chunk.headingPath,
+          token_count: chunk.tokenCount,
+          embedding: prepared.vectors?.[index] ?? null,
+        })),
+        prepared.model ?? '',
+        slot,
+      );
+      noteWritten(tx, prepared.chunks.length);
+    },
+
+    /**
+     * In the caller's transaction: searches of the source read `generation` from now on, and
+     * its older chunks and statistics are removed (the reindex swap).
+     */
+    async activateGeneration(tx: Db, workspaceId: string, sourceId: string, generation: number) {
+      requireTransaction(tx, 'activateGeneration');
+      const repository = createRetrievalRepository(tx);
+      const active = await repository.activeGeneration(workspaceId, sourceId);
+      if (active !== undefined && generation < active) throw staleGeneration(generation, active);
+      await repository.setActiveGeneration(workspaceId, sourceId, generation);
+      await repository.dropGenerations(workspaceId, sourceId, generation);
+    },
+
+    /** Removes a document's chunks of every generation, in the caller's transaction. */
+    async removeDocument(tx: Db, workspaceId: string, documentId: string) {
+      requireTransaction(tx, 'removeDocument');
+      const repository = createRetrievalRepository(tx);
+      const slot = await repository.takeSlot(workspaceId);
+      await repository.deleteDocumentChunks(workspaceId, documentId, slot);
+    },
+
+    /** Removes a source's chunks, statistics and active generation, in the caller's transaction. */
+    async removeSource(tx: Db, workspaceId: string, sourceId: string) {
+      requireTransaction(tx, 'removeSource');
+      const repository = createRetrievalRepository(tx);
+      await repository.dropGenerations(workspaceId, sourceId);
+      await repository.deleteSource(workspaceId, sourceId);
+    },
+
+    /** Throws 400 naming `body.embedding.provider`/`.model` when the settings cannot embed. */
+    validateEmbedding: (workspaceId: string, embedding: EmbeddingSettings) =>
+      embeddings.validate(workspaceId, embedding),
+
+    /** The embedding settings a source gets when it names none. */
+    defaultEmbedding: (): EmbeddingSettings => ({ ...DEFAULT_EMBEDDING }),
+
+    /**
+     * Searches the caller's workspace: keyword (BM25), vector (cosine similarity) or hybrid
+     * (reciprocal rank fusion of both), collapsed per document, then the optional rerank.
+     */
+    async search(
+      caller: Pick<Caller, 'workspaceId' | 'userId'>,
+      input: SearchInput,
+      signal?: AbortSignal,
+    ): Promise<SearchResponse> {
+      const started = performance.now();
+      const topK = input.top_k ?? DEFAULT_TOP_K;
+      const scope: SearchScope = {
+        workspaceId: caller.workspaceId,
+        ...(input.source_ids ? { sourceIds: input.source_ids } : {}),
+        ...(input.tags ? { tags: input.tags } : {}),
+      };
+      const { totals, models } = await reader.scopeStats(scope);
+      const mode: SearchMode = input.mode ?? (models.length > 0 ? 'hybrid' : 'keyword');
+      if (mode !== 'keyword' && models.length === 0 && totals.chunks > 0) {
+        throw invalidFields([
+          { field: 'body.mode', message: `${mode} needs embeddings, and the sources searched have none` },
+        ]);
+      }
+      const weights = { ...DEFAULT_WEIGHTS, ...input.weights };
+      const depth = armDepth(topK);
+      // In hybrid mode an arm weighted 0 is not run at all.
+      const runKeyword = mode === 'keyword' || (mode === 'hybrid' && weights.keyword > 0);
+      const runVector = models.length > 0 && (mode === 'vector' || (mode === 'hybrid' && weights.vector > 0));
+      const [keyword, vector] = await Promise.all([
+        runKeyword ? keywordArm(scope, input.query, totals, depth) : [],
+        runVector ? vectorArm(caller, scope, models, input.query, depth, signal) : [],
+      ]);
+      const ranked =
+        mode === 'keyword'
+          ? keyword
+          : mode === 'vector'
+            ? vector
+            : fuseRanks([
+                { ranked: keyword, weight: weights.keyword },
+                { ranked: vector, weight: weights.vector },
+              ]);
+      let documents = collapseByDocument(ranked, topK, MAX_HIGHLIGHTS);
+      const ids = documents.flatMap((document) => [
+        document.best.chunkId,
+        ...document.highlights.map((chunk) => chunk.chunkId),
+      ]);
+      const details = await reader.chunkDetails(caller.workspaceId, ids);
+      documents = await rerank(input.query, documents, details, signal);
+      const minScore = input.min_score;
+      const results = documents
+        .filter((document) => minScore === undefined || document.score >= minScore)
+        .flatMap((document) => toResult(document, details) ?? []);
+      stats.record(caller.workspaceId, mode, results.length, results.length > 0);
+      return { results, mode, took_ms: Math.round((performance.now() - started) * 10) / 10 };
+    },
+
+    /** The workspace's retrieval hit-rate since `since` (whole UTC days; default the last 24 h). */
+    hitRate: (workspaceId: string, since?: Date): Promise<HitRate> => stats.hitRate(workspaceId, since),
+  };
+}
+
+export type RetrievalService = ReturnType<typeof createRetrievalService>;
+
+function staleGeneration(generation: number, active: number) {
+  return new AppError(
+    409,
+    'index_generation_stale',
+    `generation ${generation} is older than the source's active generation ${active}`,
+  );
+}
