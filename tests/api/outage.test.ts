@@ -351,7 +351,8 @@ describe('a database server that cannot be reached', () => {
         expect(health.statusCode).toBe(503);
         expect(health.json().status).toBe('Down');
         expect(health.json().components[1]).toMatchObject({ name: 'Database', status: 'down' });
-        expect(performance.now() - started).toBeLessThan(4000);
+        // The 3 s checkout limit plus the answer; a loaded CI machine adds a second or two.
+        expect(performance.now() - started).toBeLessThan(6000);
 
         started = performance.now();
         const list = await callApi(service.app, service.actor, 'GET', '/api/workflows');
@@ -359,7 +360,7 @@ describe('a database server that cannot be reached', () => {
         expect(list.headers['content-type']).toContain('application/problem+json');
         expect(list.headers['retry-after']).toBe('5');
         expect(list.json()).toMatchObject({ code: 'database_unavailable', status: 503 });
-        expect(performance.now() - started).toBeLessThan(4000);
+        expect(performance.now() - started).toBeLessThan(6000);
 
         // A bad token is still 401: an outage does not let anonymous callers see the health report.
         const anonymous = await callApi(service.app, undefined, 'GET', '/api/system/health');
