@@ -24,7 +24,7 @@ class Inbox<T> {
   }
 
   /** The next `count` items; fails naming what did arrive when they do not within `ms`. */
-  async next(count: number, ms = 5000): Promise<T[]> {
+  async next(count: number, ms = 10_000): Promise<T[]> {
     const deadline = Date.now() + ms;
     while (this.items.length < count) {
       if (this.ended) throw new Error(`the channel ended after ${this.items.length} of ${count} items`);
