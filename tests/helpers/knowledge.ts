@@ -56,4 +56,9 @@ export const settledDocument = (t: TestApp, actor: Actor, id: string) =>
 
 /** The source once its run is neither queued nor running. */
 export const settledSource = (t: TestApp, actor: Actor, id: string) =>
-  pollUntil(t, actor, `/api/sources/${id}`, (source) => !['queued', 'running'].includes(source.indexing.status));
+  pollUntil(
+    t,
+    actor,
+    `/api/sources/${id}`,
+    (source) => !['queued', 'running'].includes(source.indexing.status),
+  );

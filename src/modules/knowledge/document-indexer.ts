@@ -66,8 +66,11 @@ export const contentHash = (bytes: Uint8Array): string => createHash('sha256').u
 /** The extractor's answer as the `document_contents` column stores it. */
 export const toStored = (extracted: ExtractedDocument): StoredExtraction => ({ ...extracted });
 
-/** What reading an item of the origin gave: its bytes, or why there are none. */
-type ItemBytes = { bytes: Buffer; mediaType?: string } | { failure: string };
+/**
+ * What reading an item of the origin gave: its bytes (with the declared type, and the name of
+ * where it really came from after redirects), or why there are none.
+ */
+type ItemBytes = { bytes: Buffer; mediaType?: string; filename?: string } | { failure: string };
 
 /** One item a sync run met at the origin: a file of the folder or a page of the list. */
 interface OriginItem {
@@ -376,7 +379,11 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
             maxRedirects: PAGE_MAX_REDIRECTS,
             signal,
           });
-          return { bytes: page.bytes, ...(page.mediaType ? { mediaType: page.mediaType } : {}) };
+          return {
+            bytes: page.bytes,
+            filename: page.filename,
+            ...(page.mediaType ? { mediaType: page.mediaType } : {}),
+          };
         } catch (error) {
           if (error instanceof PageFetchError) return { failure: error.message };
           throw error;
@@ -423,11 +430,17 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       if (existing) await removeDocument(source, runId, existing.id);
       return rechunkOne(source, runId, twin, signal, { origin: item.origin, filename: item.filename });
     }
-    const sized = { content_hash: hash, size_bytes: read.bytes.length, media_type: read.mediaType ?? null };
+    const filename = read.filename ?? item.filename;
+    const sized = {
+      content_hash: hash,
+      size_bytes: read.bytes.length,
+      media_type: read.mediaType ?? null,
+      filename,
+    };
     let extracted: ExtractedDocument;
     try {
       extracted = await extractDocument({
-        filename: item.filename,
+        filename,
         ...(read.mediaType ? { mediaType: read.mediaType } : {}),
         bytes: read.bytes,
         signal,
@@ -443,7 +456,7 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       return markFailed(source, runId, target(hash, sized), 'the document has no text to index');
     }
     const prepared = await retrieval.prepare(source.workspace_id, source.embedding, chunks, signal);
-    const described = { ...sized, title: extracted.title ?? item.filename, format: extracted.format };
+    const described = { ...sized, title: extracted.title?.trim() || filename, format: extracted.format };
     await markIndexed(source, runId, target(hash, described), prepared, content);
   }
 
@@ -469,7 +482,6 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
           await retrieval.activateGeneration(tx, source.workspace_id, source.id, target);
         }
         if (locked.index_scope === 'sync') await txRepo.deleteUnseen(source.id, runId);
-        await txRepo.recountProgress(source.id, runId);
         const done = await txRepo.finishRun(source.id, runId, { status: 'completed', generation: target });
         if (done) await activity.record(tx, sourceIndexed(done));
         return [];
@@ -482,9 +494,10 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
   /** Ends the run as failed with `error`; documents keep the chunks they had. */
   async function failRun(source: SourceRow, runId: string, error: string): Promise<void> {
     const failed = await inTransaction(db, async (tx) => {
-      const txRepo = createKnowledgeRepository(tx);
-      await txRepo.recountProgress(source.id, runId);
-      const row = await txRepo.finishRun(source.id, runId, { status: 'failed', error });
+      const row = await createKnowledgeRepository(tx).finishRun(source.id, runId, {
+        status: 'failed',
+        error,
+      });
       if (row) await activity.record(tx, sourceIndexFailed(row));
       return row;
     });

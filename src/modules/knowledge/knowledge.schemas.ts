@@ -132,7 +132,10 @@ export const UploadForm = Type.Object(
       }),
     ),
     metadata: Type.Optional(
-      Type.String({ description: 'a JSON object kept with the document (up to 64 KiB)' }),
+      Type.String({
+        contentMediaType: 'application/json',
+        description: 'a JSON object kept with the document (up to 64 KiB)',
+      }),
     ),
   },
   { additionalProperties: false },
