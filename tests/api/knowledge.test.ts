@@ -148,6 +148,58 @@ describe('sources', () => {
     }
   });
 
+  it('updates names and settings; new settings rebuild the index', async () => {
+    const source = await buildSource(t, alice, { name: 'Renamed before' });
+    await buildSource(t, alice, { name: 'Taken name' });
+    const renamed = await t.call(alice, 'PUT', `/api/sources/${source.id}`, { name: 'Renamed after' });
+    expect(renamed.statusCode, renamed.body).toBe(200);
+    expect(renamed.json()).toMatchObject({ name: 'Renamed after', indexing: { status: 'idle' } });
+    const taken = await t.call(alice, 'PUT', `/api/sources/${source.id}`, { name: 'Taken name' });
+    expect(taken.statusCode).toBe(409);
+    expect(taken.json().code).toBe('duplicate_source');
+    const foreign = await t.call(alice, 'PUT', `/api/sources/${source.id}`, {
+      url: { urls: ['https://x.test/'] },
+    });
+    expect(foreign.json().errors[0].field).toBe('body.url');
+
+    const document = (
+      await upload(t, alice, { name: 'u.md', content: guide('update') }, { source_id: source.id })
+    ).json();
+    await settledDocument(t, alice, document.id);
+    const rechunk = await t.call(alice, 'PUT', `/api/sources/${source.id}`, {
+      chunking: { target_tokens: 200, overlap_tokens: 20 },
+    });
+    expect(rechunk.statusCode, rechunk.body).toBe(200);
+    expect(rechunk.json()).toMatchObject({
+      chunking: { target_tokens: 200 },
+      indexing: { scope: 'rechunk' },
+    });
+    expect(await settledSource(t, alice, source.id)).toMatchObject({
+      generation: 2,
+      indexing: { status: 'completed', documents_done: 1 },
+    });
+    expect((await t.call(mallory, 'PUT', `/api/sources/${source.id}`, { name: 'Mine' })).statusCode).toBe(
+      404,
+    );
+  });
+
+  it('a new folder syncs the source; a folder outside the root is refused', async () => {
+    write('first/a.md', guide('first'));
+    write('second/b.md', guide('second'));
+    const source = await buildSource(t, alice, { kind: 'directory', directory: { path: 'first' } });
+    await settledSource(t, alice, source.id);
+    const escaping = await t.call(alice, 'PUT', `/api/sources/${source.id}`, {
+      directory: { path: '../..' },
+    });
+    expect(escaping.json().errors[0].field).toBe('body.directory.path');
+    const moved = await t.call(alice, 'PUT', `/api/sources/${source.id}`, { directory: { path: 'second' } });
+    expect(moved.statusCode, moved.body).toBe(200);
+    expect(moved.json().indexing.scope).toBe('sync');
+    await settledSource(t, alice, source.id);
+    const documents = (await t.call(alice, 'GET', `/api/documents?source_id=${source.id}`)).json().items;
+    expect(documents.map((d: { origin: string }) => d.origin)).toEqual(['b.md']);
+  });
+
   it('refuses a directory outside SOURCES_ROOT: .., absolute, a link out, a missing folder', async () => {
     fs.mkdirSync(path.join(root, 'inside'), { recursive: true });
     fs.symlinkSync(outside, path.join(root, 'escape'));

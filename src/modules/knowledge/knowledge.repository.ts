@@ -75,6 +75,11 @@ export type SourceWithCount = SourceRow & { document_count: number };
 /** Runs that count as unfinished: the sweep hands their job to the queue again. */
 const UNFINISHED_RUN = ['queued', 'running'] as const;
 
+/** PostgreSQL's unique_violation: a concurrent write (or a rename) took the same key. */
+export const isUniqueViolation = (error: unknown): boolean =>
+  (error as { code?: string }).code === '23505' ||
+  (error as { cause?: { code?: string } }).cause?.code === '23505';
+
 /** Data access for sources, documents and their extracted text; scoped by workspace where a caller reads. */
 export function createKnowledgeRepository(db: Db) {
   const sourceById = (workspaceId: string, id: string) =>

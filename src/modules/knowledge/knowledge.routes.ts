@@ -12,6 +12,7 @@ import {
   ReindexBody,
   SourcePage,
   SourceSchema,
+  UpdateSourceBody,
   UploadForm,
 } from './knowledge.schemas.ts';
 import { type KnowledgeService, sourceView } from './knowledge.service.ts';
@@ -79,6 +80,23 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<KnowledgeRoutesOptions> 
       },
     },
     async (request) => sourceView(await knowledge.getSource(request.caller, request.params.id)),
+  );
+
+  app.put(
+    '/sources/:id',
+    {
+      schema: {
+        tags: sourceTags,
+        summary: 'Update a source',
+        description:
+          'Partial update: only the fields sent change. New `directory` or `url` settings start a sync; new `chunking` or `embedding` settings start a rebuild of every document into a new generation (searches answer from the current one until it completes). While a run is under way the change is refused with 409 `source_indexing`. `kind` cannot change.',
+        params: IdParams,
+        body: UpdateSourceBody,
+        response: { 200: SourceSchema },
+      },
+    },
+    async (request) =>
+      sourceView(await knowledge.updateSource(request.caller, request.params.id, request.body)),
   );
 
   app.post(

@@ -77,6 +77,17 @@ export const CreateSourceBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const UpdateSourceBody = Type.Object(
+  {
+    name: Type.Optional(CreateSourceBody.properties.name),
+    directory: Type.Optional(DirectoryInput),
+    url: Type.Optional(UrlInput),
+    chunking: Type.Optional(ChunkingSettingsSchema),
+    embedding: Type.Optional(EmbeddingSettingsSchema),
+  },
+  { additionalProperties: false },
+);
+
 export const ListSourcesQuery = Type.Object({
   kind: Type.Optional(SourceKindSchema),
   q: Type.Optional(Type.String({ maxLength: 255, description: 'case-insensitive match on the name' })),

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, conflict, type FieldError, invalid, invalidFields, notFound } from '../../errors.ts';
@@ -23,6 +24,7 @@ import {
   type DocumentRow,
   type EmbeddingSettings,
   type IndexScope,
+  isUniqueViolation,
   type KnowledgeRepository,
   type SourceFilter,
   type SourceKind,
@@ -72,6 +74,15 @@ export interface KnowledgeDependencies {
   enqueueRun(sourceId: string, runId: string): Promise<void>;
   /** Told when the queue did not take a job; the recovery sweep hands it over later. */
   onEnqueueError(error: unknown, what: { document_id?: string; source_id?: string }): void;
+}
+
+/** Changes to a source; only the fields given change. */
+export interface UpdateSourceInput {
+  name?: string;
+  directory?: CreateSourceInput['directory'];
+  url?: CreateSourceInput['url'];
+  chunking?: ChunkingSettings;
+  embedding?: EmbeddingSettings;
 }
 
 /** A new source as a client describes it. */
@@ -156,13 +167,18 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
     }
   }
 
-  /** Starts a run on each source in one transaction (all or none), then hands them to the queue. */
+  /**
+   * Starts a run on each source in one transaction (all or none), after `first` (a change the
+   * runs follow from, in the same transaction), then hands them to the queue.
+   */
   async function startRuns(
     caller: Who,
     runs: Array<{ source: SourceRow; scope: IndexScope; documentIds?: string[] }>,
+    first?: (txRepo: KnowledgeRepository) => Promise<void>,
   ): Promise<SourceWithCount[]> {
     const started = await inTransaction(db, async (tx) => {
       const txRepo = createKnowledgeRepository(tx);
+      await first?.(txRepo);
       const rows: SourceRow[] = [];
       for (const run of runs) {
         const row = await txRepo.startRun(caller.workspaceId, run.source.id, {
@@ -272,6 +288,48 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
     },
 
     listSources: (caller: Who, filter: SourceFilter) => repo.listSources(caller.workspaceId, filter),
+
+    /**
+     * Changes a source's name or settings (only the fields sent). New folder or URL settings
+     * start a sync, new chunking or embedding settings a rebuild of every document (a sync,
+     * for a directory or URL source), in the same transaction: while a run is under way the
+     * change is refused (409 `source_indexing`) rather than mixing settings in one index.
+     */
+    async updateSource(caller: Who, id: string, changes: UpdateSourceInput): Promise<SourceWithCount> {
+      const source = await getSource(caller, id);
+      const settings = await checkKindChanges(source, changes, deps.sourcesRoot);
+      const chunking = changes.chunking ?? source.chunking;
+      checkChunking(chunking);
+      const embedding = changes.embedding ?? source.embedding;
+      const embeddingChanged = !isDeepStrictEqual(embedding, source.embedding);
+      if (embeddingChanged) await deps.retrieval.validateEmbedding(caller.workspaceId, embedding);
+      const resync =
+        (settings.directory !== undefined && !isDeepStrictEqual(settings.directory, source.directory)) ||
+        (settings.url !== undefined && !isDeepStrictEqual(settings.url, source.url));
+      const rebuilt = embeddingChanged || !isDeepStrictEqual(chunking, source.chunking);
+      const write = async (txRepo: KnowledgeRepository) => {
+        try {
+          await txRepo.updateSource(source.id, {
+            ...(changes.name === undefined ? {} : { name: changes.name }),
+            ...settings,
+            chunking,
+            embedding,
+          });
+        } catch (error) {
+          if (isUniqueViolation(error)) {
+            throw conflict('duplicate_source', `a source named “${changes.name}” exists in this workspace`);
+          }
+          throw error;
+        }
+      };
+      if (!resync && !rebuilt) {
+        await inTransaction(db, async (tx) => write(createKnowledgeRepository(tx)));
+        return getSource(caller, id);
+      }
+      const run = source.kind === 'upload' ? await rebuild(source) : { source, scope: 'sync' as const };
+      const [started] = await startRuns(caller, [run], write);
+      return started ?? getSource(caller, id);
+    },
 
     /**
      * Starts indexing the source in the background: a directory or URL source reads its origin
@@ -445,6 +503,29 @@ async function checkKindSettings(
   if (!input.url) errors.push({ field: 'body.url', message: 'is required for a url source' });
   if (errors.length > 0) throw invalidFields(errors);
   return { url: checkUrls(input.url as NonNullable<CreateSourceInput['url']>) };
+}
+
+/** New settings of the source's own kind, checked and completed; another kind's are a 400. */
+async function checkKindChanges(
+  source: SourceRow,
+  changes: UpdateSourceInput,
+  sourcesRoot: string | undefined,
+): Promise<{ directory?: DirectorySettings; url?: UrlSettings }> {
+  const foreign = (['directory', 'url'] as const).filter(
+    (field) => changes[field] !== undefined && field !== source.kind,
+  );
+  if (foreign.length > 0) {
+    throw invalidFields(
+      foreign.map((field) => ({
+        field: `body.${field}`,
+        message: `is not allowed for a ${source.kind} source`,
+      })),
+    );
+  }
+  const own =
+    source.kind === 'directory' ? changes.directory : source.kind === 'url' ? changes.url : undefined;
+  if (own === undefined) return {};
+  return checkKindSettings({ name: source.name, kind: source.kind, [source.kind]: own }, sourcesRoot);
 }
 
 /** The folder must exist under SOURCES_ROOT, reached without leaving it (`..`, absolute, links). */
