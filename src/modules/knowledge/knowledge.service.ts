@@ -349,6 +349,8 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
         const txRepo = createKnowledgeRepository(tx);
         const source = await txRepo.findSource(caller.workspaceId, id);
         if (!source) throw notFound('source', id);
+        // First the source's lock: a document being indexed finishes (or waits) before its chunks go.
+        await txRepo.lockSource(id, 'update');
         await deps.retrieval.removeSource(tx, caller.workspaceId, id);
         await txRepo.deleteSource(caller.workspaceId, id);
       });
