@@ -159,7 +159,9 @@ export function createKnowledgeRepository(db: Db) {
     /**
      * Starts a run on the source unless one is queued or running: the run gets a new id and
      * its counters start at zero. `generationStep` 1 writes a new generation (past any an
-     * abandoned run used), 0 rewrites the current one. Undefined when a run is under way.
+     * abandoned run used) when the source has documents to keep searchable meanwhile, and the
+     * current one when it has none (its first sync); 0 rewrites the current one. Undefined
+     * when a run is under way.
      */
     async startRun(
       workspaceId: string,
@@ -174,7 +176,9 @@ export function createKnowledgeRepository(db: Db) {
     ): Promise<SourceRow | undefined> {
       const target =
         run.generationStep === 1
-          ? sql`greatest(${sources.generation}, ${sources.index_target_generation}) + 1`
+          ? sql`case when exists (select 1 from "documents" d where d."source_id" = ${id})
+              then greatest(${sources.generation}, ${sources.index_target_generation}) + 1
+              else ${sources.generation} end`
           : sql`${sources.generation}`;
       const [row] = await db
         .update(sources)

@@ -169,7 +169,7 @@ describe('the indexer', () => {
     expect(done).toMatchObject({
       index_status: 'completed',
       index_attempts: 2,
-      generation: 2,
+      generation: 1,
       documents_total: 4,
       documents_done: 4,
       documents_failed: 0,
@@ -240,7 +240,7 @@ describe('the indexer', () => {
     expect(await knowledge.getSource(caller, source.id)).toMatchObject({
       index_status: 'failed',
       index_error: expect.stringContaining('outside'),
-      generation: 2,
+      generation: 1,
       document_count: 1,
     });
   });
