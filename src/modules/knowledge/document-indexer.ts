@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { type Db, inTransaction } from '../../db/transaction.ts';
+import { AppError } from '../../errors.ts';
 import { type FoundFile, readFoundFile, TooManyFilesError, walkFiles } from '../../lib/fs/walk-files.ts';
 import { PathOutsideRootError, resolveWithinRoot } from '../../lib/fs/within-root.ts';
 import type { FetchFunction } from '../../lib/net/guarded-fetch.ts';
@@ -199,6 +200,7 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       if (error instanceof RunSuperseded) return;
       if (error instanceof RunFailure) return failRun(source, runId, error.message);
       signal.throwIfAborted();
+      deps.log.warn({ err: error, source_id: sourceId }, 'source indexing failed; the job retries');
       // Kept on the run so that its last error shows while the job retries.
       await repo.updateSource(sourceId, { index_error: describe(error) }).catch(() => {});
       throw error;
@@ -536,7 +538,13 @@ function pageName(url: string): string {
 
 const tooLarge = (maxBytes: number) => `the file is larger than the upload limit of ${maxBytes} bytes`;
 
-/** An error as one line for the run's `index_error`: its message, no stack. */
+/**
+ * An error as the run's `index_error` shows it to clients: the message of an error raised on
+ * purpose (a provider's refusal, say), nothing of anything else (a database error's message
+ * holds SQL); the log has the details.
+ */
 function describe(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).slice(0, 500);
+  return error instanceof AppError
+    ? error.message.slice(0, 500)
+    : 'an unexpected error; the server log has the details';
 }

@@ -147,6 +147,15 @@ export function createKnowledgeRepository(db: Db) {
       });
     },
 
+    /** Every source of the workspace, oldest first (a reindex of them all). */
+    async allSources(workspaceId: string): Promise<SourceRow[]> {
+      return db
+        .select()
+        .from(sources)
+        .where(eq(sources.workspace_id, workspaceId))
+        .orderBy(asc(sources.created_at), asc(sources.id));
+    },
+
     async updateSource(id: string, changes: SourceChanges): Promise<SourceRow | undefined> {
       const [row] = await db
         .update(sources)

@@ -443,9 +443,7 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
           sources.map((source) => ({ source, scope: 'documents', documentIds: bySource.get(source.id) })),
         );
       }
-      const sources = scoped
-        ? [scoped]
-        : (await repo.listSources(caller.workspaceId, { limit: 1000, offset: 0 })).items;
+      const sources = scoped ? [scoped] : await repo.allSources(caller.workspaceId);
       return startRuns(caller, await Promise.all(sources.map(rebuild)));
     },
 

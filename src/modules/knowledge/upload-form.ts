@@ -59,7 +59,13 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
       const field = `body.${printable(part.fieldname)}`;
       if (!FIELDS.has(part.fieldname) || (part.type === 'file') !== (part.fieldname === 'file')) {
         if (part.type === 'file') part.file.resume();
-        errors.push({ field, message: 'is not an allowed field' });
+        const message =
+          part.fieldname === 'file'
+            ? 'must be a file (a part with a file name)'
+            : part.type === 'file'
+              ? 'is not an allowed field: the file goes in `file`'
+              : 'is not an allowed field';
+        errors.push({ field, message });
         continue;
       }
       if (part.type === 'file') {
