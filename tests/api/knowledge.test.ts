@@ -139,6 +139,11 @@ describe('sources', () => {
       ],
       [{ kind: 'upload', chunking: { target_tokens: 1 } }, 'body.chunking.target_tokens'],
       [{ kind: 'folder' }, 'body.kind'],
+      [
+        { kind: 'directory', directory: { path: '.', include: ['**/*.md', '{a,b}'.repeat(7)] } },
+        'body.directory.include.1',
+      ],
+      [{ kind: 'directory', directory: { path: '.', exclude: ['[unclosed'] } }, 'body.directory.exclude.0'],
     ];
     for (const [body, field] of cases) {
       const response = await t.call(alice, 'POST', '/api/sources', { name: 'Checked', ...body });

@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { compileGlob } from './glob.ts';
 import { isInside } from './within-root.ts';
 
 /** A file found under a folder: its path relative to the folder (with `/`), where it really is, its size. */
@@ -10,7 +11,7 @@ export interface FoundFile {
 }
 
 export interface WalkOptions {
-  /** Globs a relative path must match one of (`**\/*` when empty). Dotfiles match only globs that name the dot. */
+  /** Globs (`glob.ts`) a relative path must match one of (`**\/*` when empty); hidden names only when a glob names the dot. */
   include: string[];
   /** Globs that leave a matching path out. */
   exclude: string[];
@@ -29,16 +30,16 @@ export class TooManyFilesError extends Error {
 
 /**
  * Lists the files under `folder` (a real, absolute path) whose relative paths match the globs,
- * sorted by path. Links are followed only to files that really lie inside `folder`, checked on
- * the real path: a link to `/etc/passwd` or to `../other-source` is skipped, and a link to a
- * directory is never descended (which also rules out cycles). Sockets, pipes and devices are
- * skipped too.
+ * sorted by path; a glob that cannot be used throws `GlobError` before anything is read. Links
+ * are followed only to files that really lie inside `folder`, checked on the real path: a link
+ * to `/etc/passwd` or to `../other-source` is skipped, and a link to a directory is never
+ * descended (which also rules out cycles). Sockets, pipes and devices are skipped too.
  */
 export async function walkFiles(folder: string, options: WalkOptions): Promise<FoundFile[]> {
-  const include = options.include.length > 0 ? options.include : ['**/*'];
+  const include = (options.include.length > 0 ? options.include : ['**/*']).map(compileGlob);
+  const exclude = options.exclude.map(compileGlob);
   const matches = (relative: string) =>
-    include.some((glob) => path.matchesGlob(relative, glob)) &&
-    !options.exclude.some((glob) => path.matchesGlob(relative, glob));
+    include.some((glob) => glob.matches(relative)) && !exclude.some((glob) => glob.matches(relative));
   const found: FoundFile[] = [];
 
   const visit = async (directory: string, prefix: string): Promise<void> => {

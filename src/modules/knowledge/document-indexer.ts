@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
+import { GlobError } from '../../lib/fs/glob.ts';
 import { type FoundFile, readFoundFile, TooManyFilesError, walkFiles } from '../../lib/fs/walk-files.ts';
 import { PathOutsideRootError, resolveWithinRoot } from '../../lib/fs/within-root.ts';
 import type { FetchFunction } from '../../lib/net/guarded-fetch.ts';
@@ -345,7 +346,11 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
         signal,
       });
     } catch (error) {
-      if (error instanceof PathOutsideRootError || error instanceof TooManyFilesError) {
+      if (
+        error instanceof PathOutsideRootError ||
+        error instanceof TooManyFilesError ||
+        error instanceof GlobError
+      ) {
         throw new RunFailure(error.message);
       }
       throw error;

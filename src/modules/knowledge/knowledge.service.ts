@@ -3,6 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, conflict, type FieldError, invalid, invalidFields, notFound } from '../../errors.ts';
+import { compileGlob, GlobError } from '../../lib/fs/glob.ts';
 import { PathOutsideRootError, resolveWithinRoot } from '../../lib/fs/within-root.ts';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { RetrievalService } from '../retrieval/retrieval.service.ts';
@@ -490,6 +491,7 @@ async function checkKindSettings(
       errors.push({ field: 'body.directory', message: 'is required for a directory source' });
     if (errors.length > 0) throw invalidFields(errors);
     const directory = input.directory as NonNullable<CreateSourceInput['directory']>;
+    checkGlobs(directory);
     await checkFolder(directory.path, sourcesRoot);
     return {
       directory: {
@@ -526,6 +528,22 @@ async function checkKindChanges(
     source.kind === 'directory' ? changes.directory : source.kind === 'url' ? changes.url : undefined;
   if (own === undefined) return {};
   return checkKindSettings({ name: source.name, kind: source.kind, [source.kind]: own }, sourcesRoot);
+}
+
+/** Every glob must compile (glob.ts: no brace bombs, no unclosed classes). */
+function checkGlobs(directory: NonNullable<CreateSourceInput['directory']>): void {
+  const errors: FieldError[] = [];
+  for (const list of ['include', 'exclude'] as const) {
+    for (const [index, pattern] of (directory[list] ?? []).entries()) {
+      try {
+        compileGlob(pattern);
+      } catch (error) {
+        if (!(error instanceof GlobError)) throw error;
+        errors.push({ field: `body.directory.${list}.${index}`, message: error.message });
+      }
+    }
+  }
+  if (errors.length > 0) throw invalidFields(errors);
 }
 
 /** The folder must exist under SOURCES_ROOT, reached without leaving it (`..`, absolute, links). */
