@@ -222,7 +222,12 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<KnowledgeRoutesOptions> 
       },
       async (request, reply) => {
         const form = await readUploadForm(request, uploadMaxBytes);
-        const { document, created } = await knowledge.upload(request.caller, form);
+        // Extraction stops when the client goes away before the answer.
+        const gone = new AbortController();
+        reply.raw.once('close', () => {
+          if (!reply.raw.writableFinished) gone.abort(new Error('the client closed the connection'));
+        });
+        const { document, created } = await knowledge.upload(request.caller, form, gone.signal);
         return reply
           .status(created ? 201 : 200)
           .header('location', `/api/documents/${document.id}`)

@@ -49,9 +49,6 @@ export const DEFAULT_EMBEDDING: EmbeddingSettings = { provider: 'none', model: '
 /** Names tried, in order, for the default upload source created on a workspace's first upload. */
 const DEFAULT_SOURCE_NAMES = ['Uploads', 'Default uploads'];
 
-/** How long an upload's extraction may take before the file is refused as unreadable. */
-const EXTRACTION_TIMEOUT_MS = 60_000;
-
 /** How each extraction failure answers an upload: status and stable code. */
 const EXTRACTION_ERRORS = {
   unsupported_type: [415, 'unsupported_document_type'],
@@ -231,29 +228,23 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
     return existing;
   }
 
-  /** Extracts an upload's text, turning every refusal into its 415 or 422. */
+  /**
+   * Extracts an upload's text, turning every refusal into its 415 or 422. The extractor bounds
+   * each file's time and memory itself (a file past them is `corrupt`); `signal` aborts it
+   * when the client has gone.
+   */
   async function extractUpload(input: UploadInput, signal?: AbortSignal): Promise<ExtractedDocument> {
-    const timeout = AbortSignal.timeout(EXTRACTION_TIMEOUT_MS);
     try {
       return await extractDocument({
         filename: input.filename,
         ...(input.mediaType ? { mediaType: input.mediaType } : {}),
         bytes: input.bytes,
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        ...(signal ? { signal } : {}),
       });
     } catch (error) {
-      if (error instanceof ExtractionError) {
-        const [status, code] = EXTRACTION_ERRORS[error.reason];
-        throw new AppError(status, code, `${input.filename}: ${error.message}`, [
-          { field: 'body.file', message: error.message },
-        ]);
-      }
-      if (timeout.aborted && !signal?.aborted) {
-        throw new AppError(422, 'corrupt_document', `${input.filename} could not be read within 60 s`, [
-          { field: 'body.file', message: `could not be read within ${EXTRACTION_TIMEOUT_MS / 1000} s` },
-        ]);
-      }
-      throw error;
+      if (!(error instanceof ExtractionError)) throw error;
+      const [status, code] = EXTRACTION_ERRORS[error.reason];
+      throw new AppError(status, code, error.message, [{ field: 'body.file', message: error.message }]);
     }
   }
 
