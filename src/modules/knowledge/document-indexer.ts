@@ -122,14 +122,24 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
     const document = await repo.claimProcessing(documentId);
     if (!document) return;
     if (document.processing_attempts > MAX_DELIVERIES) {
-      return failProcessing(document, `processing gave up after ${MAX_DELIVERIES} attempts`);
+      const last = document.failure_reason ? `: ${document.failure_reason}` : '';
+      return failProcessing(document, `processing gave up after ${MAX_DELIVERIES} attempts${last}`);
     }
     const source = await repo.findSourceById(document.source_id);
     if (!source) return;
     const content = await repo.getContent(document.id);
     const chunks = content ? chunksOf(content, source) : [];
     if (chunks.length === 0) return failProcessing(document, 'the document has no text to index');
-    const prepared = await retrieval.prepare(document.workspace_id, source.embedding, chunks, signal);
+    let prepared: PreparedChunks;
+    try {
+      prepared = await retrieval.prepare(document.workspace_id, source.embedding, chunks, signal);
+    } catch (error) {
+      signal.throwIfAborted();
+      deps.log.warn({ err: error, document_id: document.id }, 'document processing failed; the job retries');
+      // Shown while the document is still processing, and in the reason if it gives up.
+      await repo.updateDocument(document.id, { failure_reason: describe(error) }).catch(() => {});
+      throw error;
+    }
     await inTransaction(db, async (tx) => {
       const txRepo = createKnowledgeRepository(tx);
       const locked = await txRepo.lockSource(source.id, 'share');

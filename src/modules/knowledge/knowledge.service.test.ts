@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import type { Db } from '../../db/transaction.ts';
+import { AppError } from '../../errors.ts';
 import { createLocalEventHub } from '../../events/event-hub.ts';
 import { createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import { createLogger } from '../../logger.ts';
@@ -12,7 +13,7 @@ import { createActivityService } from '../activity/activity.service.ts';
 import { createMemoryTicketStore } from '../activity/ws-tickets.ts';
 import { createRetrievalService, type RetrievalService } from '../retrieval/retrieval.service.ts';
 import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
-import { createDocumentIndexer, type DocumentIndexer } from './document-indexer.ts';
+import { createDocumentIndexer, type DocumentIndexer, MAX_DELIVERIES } from './document-indexer.ts';
 import { createKnowledgeService, type KnowledgeService } from './knowledge.service.ts';
 
 let t: TestDb;
@@ -133,6 +134,36 @@ describe('the indexer', () => {
       sql`select kind from activity_events where subject_id = ${document.id} order by id`,
     );
     expect(events.map((event) => event.kind)).toEqual(['document.uploaded', 'document.processed']);
+  });
+
+  it('keeps a document processing while its embeddings fail, then gives up with the last error', async () => {
+    // The embedding provider (the true edge) refuses every call.
+    const refusing: RetrievalService = {
+      ...retrieval,
+      prepare: async () => {
+        throw new AppError(502, 'provider_error', 'the embedding provider answered 503');
+      },
+    };
+    const { knowledge, indexer } = services({ retrieval: refusing });
+    const caller = await newCaller();
+    const { document } = await knowledge.upload(caller, {
+      filename: 'refused.md',
+      bytes: markdown('refused'),
+      tags: [],
+      metadata: {},
+    });
+    for (let delivery = 1; delivery <= MAX_DELIVERIES; delivery++) {
+      await expect(indexer.processDocument(document.id, never)).rejects.toThrow('503');
+    }
+    expect(await knowledge.getDocument(caller, document.id)).toMatchObject({
+      status: 'processing',
+      failure_reason: 'the embedding provider answered 503',
+    });
+    await indexer.processDocument(document.id, never);
+    expect(await knowledge.getDocument(caller, document.id)).toMatchObject({
+      status: 'failed',
+      failure_reason: `processing gave up after ${MAX_DELIVERIES} attempts: the embedding provider answered 503`,
+    });
   });
 
   it('continues a run after a delivery that stopped half-way, counting each file once', async () => {
