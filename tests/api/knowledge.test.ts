@@ -269,6 +269,26 @@ describe('uploads', () => {
     });
   });
 
+  it('takes a real PDF, HTML page and CSV, and refuses a PDF without text', async () => {
+    const fixture = (name: string) =>
+      fs.readFileSync(path.join(import.meta.dirname, '../fixtures/knowledge', name));
+    for (const [name, format] of [
+      ['guide.pdf', 'pdf'],
+      ['page.html', 'html'],
+      ['people.csv', 'csv'],
+      ['sample.ts', 'code'],
+    ] as const) {
+      const response = await upload(t, alice, { name, content: fixture(name) });
+      expect(response.statusCode, `${name}: ${response.body}`).toBe(201);
+      const processed = await settledDocument(t, alice, response.json().id);
+      expect(processed, name).toMatchObject({ status: 'processed', format });
+      expect(processed.chunk_count, name).toBeGreaterThan(0);
+    }
+    const scanned = await upload(t, alice, { name: 'scanned.pdf', content: fixture('scanned.pdf') });
+    expect(scanned.statusCode).toBe(422);
+    expect(scanned.json()).toMatchObject({ code: 'document_without_text', errors: [{ field: 'body.file' }] });
+  });
+
   it('answers the same bytes in the same source with the existing document (200), and a new document elsewhere', async () => {
     const content = guide('duplicates');
     const first = await upload(t, alice, { name: 'a.md', content });
