@@ -214,7 +214,9 @@ function toInjection(op: Operation, request: GeneratedRequest, actor: Actor) {
     const form = new FormData();
     const { file, fields } = request.body;
     form.append('file', new Blob([file.bytes]), file.name);
-    for (const [name, value] of Object.entries(fields)) form.append(name, text(value).toWellFormed());
+    // A hostile value may stand for the whole set of fields: anything but an object adds none.
+    const entries = typeof fields === 'object' && fields !== null ? Object.entries(fields) : [];
+    for (const [name, value] of entries) form.append(name, text(value).toWellFormed());
     payload = form;
   } else if (request.body.kind === 'json') {
     headers['content-type'] = 'application/json';
