@@ -65,7 +65,12 @@ interface GeneratedRequest {
     | { kind: 'none' }
     | { kind: 'json'; value: unknown }
     | { kind: 'raw'; contentType: string; payload: string }
-    | { kind: 'form'; fields: Record<string, unknown>; file: { name: string; bytes: Uint8Array } };
+    | {
+        kind: 'form';
+        fields: Record<string, unknown>;
+        /** One file per `format: binary` field of the form, under that field's name. */
+        files: Partial<Record<string, { name: string; bytes: Uint8Array }>>;
+      };
 }
 
 /** Files an upload form may carry: real formats, liars, archives, fragments and noise. */
@@ -164,16 +169,22 @@ function requestArbitrary(
     hostileValue.map((value) => ({ kind: 'json', value }) as const),
   ];
   if (op.form) {
-    // The file is drawn from FORM_FILES; the other fields from their schemas, hostile at times.
-    const { file: _file, ...others } = op.form.properties ?? {};
+    // Files (`format: binary` fields) are drawn from FORM_FILES; the other fields from their
+    // schemas, hostile at times.
+    const properties: Record<string, JsonSchema> = op.form.properties ?? {};
+    const binary = Object.keys(properties).filter((name) => properties[name]?.format === 'binary');
+    const others = Object.fromEntries(Object.entries(properties).filter(([name]) => !binary.includes(name)));
     const fields = { ...op.form, properties: others, required: [] };
+    const files = fc.record(Object.fromEntries(binary.map((name) => [name, FORM_FILES])), {
+      requiredKeys: [],
+    });
     bodies.push(
       ...[0, 1, 3].map((weight) =>
         fc
-          .record({ fields: schemaArbitrary(fields, weight), file: FORM_FILES })
+          .record({ fields: schemaArbitrary(fields, weight), files })
           .map(
-            ({ fields, file }) =>
-              ({ kind: 'form', fields: fields as Record<string, unknown>, file }) as const,
+            ({ fields, files }) =>
+              ({ kind: 'form', fields: fields as Record<string, unknown>, files }) as const,
           ),
       ),
     );
@@ -212,8 +223,10 @@ function toInjection(op: Operation, request: GeneratedRequest, actor: Actor) {
   let payload: string | FormData | undefined;
   if (request.body.kind === 'form') {
     const form = new FormData();
-    const { file, fields } = request.body;
-    form.append('file', new Blob([file.bytes]), file.name);
+    const { files, fields } = request.body;
+    for (const [name, file] of Object.entries(files)) {
+      if (file) form.append(name, new Blob([file.bytes]), file.name);
+    }
     // A hostile value may stand for the whole set of fields: anything but an object adds none.
     const entries = typeof fields === 'object' && fields !== null ? Object.entries(fields) : [];
     for (const [name, value] of entries) form.append(name, text(value).toWellFormed());
