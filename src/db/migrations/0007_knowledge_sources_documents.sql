@@ -72,4 +72,5 @@ CREATE INDEX "documents_processing_idx" ON "documents" USING btree ("updated_at"
 CREATE UNIQUE INDEX "sources_workspace_name_key" ON "sources" USING btree ("workspace_id","name");--> statement-breakpoint
 CREATE UNIQUE INDEX "sources_workspace_default_key" ON "sources" USING btree ("workspace_id") WHERE "sources"."is_default";--> statement-breakpoint
 CREATE INDEX "sources_workspace_created_idx" ON "sources" USING btree ("workspace_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
-CREATE INDEX "sources_unfinished_runs_idx" ON "sources" USING btree ("updated_at") WHERE "sources"."index_status" in ('queued', 'running');
+CREATE INDEX "sources_unfinished_runs_idx" ON "sources" USING btree ("updated_at") WHERE "sources"."index_status" in ('queued', 'running');--> statement-breakpoint
+ALTER TABLE "chunks" ADD CONSTRAINT "chunks_document_id_documents_id_fk" FOREIGN KEY ("document_id") REFERENCES "public"."documents"("id") ON DELETE cascade ON UPDATE no action;

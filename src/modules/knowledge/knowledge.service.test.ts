@@ -12,6 +12,7 @@ import { createLogger } from '../../logger.ts';
 import { createActivityService } from '../activity/activity.service.ts';
 import { createMemoryTicketStore } from '../activity/ws-tickets.ts';
 import { createRetrievalService, type RetrievalService } from '../retrieval/retrieval.service.ts';
+import { createSettingsService } from '../settings/settings.service.ts';
 import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { createDocumentIndexer, type DocumentIndexer, MAX_DELIVERIES } from './document-indexer.ts';
 import { createKnowledgeService, type KnowledgeService } from './knowledge.service.ts';
@@ -58,7 +59,13 @@ function services(options: { sourcesRoot?: string; retrieval?: RetrievalService 
 beforeAll(async () => {
   t = await createTestDb({ env: { DB_QUEUE_TIMEOUT_MS: '30000' } });
   db = t.database.db;
-  retrieval = createRetrievalService({ db });
+  retrieval = createRetrievalService({
+    db,
+    settings: createSettingsService(db),
+    // Keyword-only sources never reach a provider or the vault.
+    models: { embed: () => Promise.reject(new Error('no embedding provider in these tests')) },
+    credentials: { get: () => Promise.reject(new Error('no vault in these tests')) },
+  });
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'knowledge-service-'));
 });
 afterAll(async () => {

@@ -43,9 +43,6 @@ export const DEFAULT_CHUNKING_SETTINGS: ChunkingSettings = {
   overlap_tokens: DEFAULT_CHUNKING.overlapTokens,
 };
 
-/** Embeddings of a new source when none are given: keyword search only, until a default model is chosen. */
-export const DEFAULT_EMBEDDING: EmbeddingSettings = { provider: 'none', model: 'none' };
-
 /** Names tried, in order, for the default upload source created on a workspace's first upload. */
 const DEFAULT_SOURCE_NAMES = ['Uploads', 'Default uploads'];
 
@@ -62,7 +59,11 @@ type Who = Pick<Caller, 'userId' | 'workspaceId'>;
 
 export interface KnowledgeDependencies {
   db: Db;
-  retrieval: Pick<RetrievalService, 'removeDocument' | 'removeSource' | 'validateEmbedding'>;
+  /** The search index: chunks go with documents and sources; it judges and defaults embedding settings. */
+  retrieval: Pick<
+    RetrievalService,
+    'removeDocument' | 'removeSource' | 'validateEmbedding' | 'defaultEmbedding'
+  >;
   activity: Pick<ActivityService, 'record'>;
   /** `SOURCES_ROOT`: directory sources name folders under it; none can be created when absent. */
   sourcesRoot?: string;
@@ -218,7 +219,7 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
         kind: 'upload',
         is_default: true,
         chunking: DEFAULT_CHUNKING_SETTINGS,
-        embedding: DEFAULT_EMBEDDING,
+        embedding: deps.retrieval.defaultEmbedding(),
         created_by: caller.userId,
       });
       if (created) return created;
@@ -260,7 +261,7 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
       const settings = await checkKindSettings(input, deps.sourcesRoot);
       const chunking = input.chunking ?? DEFAULT_CHUNKING_SETTINGS;
       checkChunking(chunking);
-      const embedding = input.embedding ?? DEFAULT_EMBEDDING;
+      const embedding = input.embedding ?? deps.retrieval.defaultEmbedding();
       await deps.retrieval.validateEmbedding(caller.workspaceId, embedding);
       const created = await repo.insertSource({
         workspace_id: caller.workspaceId,
