@@ -713,6 +713,98 @@ describe('reindex', () => {
   });
 });
 
+describe('search over knowledge', () => {
+  const fixture = (name: string) =>
+    fs.readFileSync(path.join(import.meta.dirname, '../fixtures/knowledge', name));
+  const search = (actor: Actor, body: Record<string, unknown>) =>
+    t.call(actor, 'POST', '/api/documents/search', body);
+  const chunkCount = async (where: ReturnType<typeof sql>) =>
+    (await t.rows<{ n: number }>(sql`select count(*)::int as n from chunks where ${where}`))[0]?.n;
+
+  it('finds the right passages of an uploaded PDF and Markdown file, with their headings', async () => {
+    const reader = await t.newWorkspace('reader');
+    const source = await buildSource(t, reader, { name: 'Field notes' });
+    const ids: Record<string, string> = {};
+    for (const name of ['guide.pdf', 'guide.md']) {
+      const response = await upload(t, reader, { name, content: fixture(name) }, { source_id: source.id });
+      ids[name] = response.json().id;
+      expect((await settledDocument(t, reader, response.json().id)).status).toBe('processed');
+    }
+    const compost = await search(reader, { query: 'what makes a compost heap smell of ammonia' });
+    expect(compost.statusCode, compost.body).toBe(200);
+    expect(compost.json().results[0]).toMatchObject({
+      document: {
+        id: ids['guide.pdf'],
+        title: 'Composting at Home',
+        source: { id: source.id, name: 'Field notes' },
+      },
+    });
+    expect(compost.json().results[0].chunk.text).toContain('ammonia');
+    const homebrew = await search(reader, { query: 'install with Homebrew on macOS' });
+    const first = homebrew.json().results[0];
+    expect(first.document.id).toBe(ids['guide.md']);
+    expect(first.chunk.heading_path).toEqual(['Field Guide', 'Install', 'macOS']);
+    // Another workspace finds nothing of it.
+    expect((await search(mallory, { query: 'compost heap ammonia' })).json().results).toEqual([]);
+  });
+
+  it('deleting a document, or its source, takes its chunks with it', async () => {
+    const source = await buildSource(t, alice);
+    const names = ['zephyrine alpha', 'zephyrine beta'];
+    const ids: string[] = [];
+    for (const topic of names) {
+      const response = await upload(
+        t,
+        alice,
+        { name: `${topic}.md`, content: guide(topic) },
+        { source_id: source.id },
+      );
+      ids.push(response.json().id);
+      await settledDocument(t, alice, response.json().id);
+    }
+    const found = async () =>
+      (await search(alice, { query: 'zephyrine', source_ids: [source.id] }))
+        .json()
+        .results.map((result: { document: { id: string } }) => result.document.id);
+    expect((await found()).sort()).toEqual([...ids].sort());
+    expect(await chunkCount(sql`document_id = ${ids[0]}`)).toBeGreaterThan(0);
+
+    await t.call(alice, 'DELETE', `/api/documents/${ids[0]}`);
+    expect(await chunkCount(sql`document_id = ${ids[0]}`)).toBe(0);
+    expect(await found()).toEqual([ids[1]]);
+
+    await t.call(alice, 'DELETE', `/api/sources/${source.id}`);
+    expect(await chunkCount(sql`source_id = ${source.id}`)).toBe(0);
+    expect((await search(alice, { query: 'zephyrine' })).json().results).toEqual([]);
+  });
+
+  it('a rebuild leaves one generation of chunks, searchable throughout', async () => {
+    const source = await buildSource(t, alice, { chunking: { target_tokens: 400, overlap_tokens: 40 } });
+    const document = (
+      await upload(t, alice, { name: 'gen.md', content: guide('quillwort') }, { source_id: source.id })
+    ).json();
+    await settledDocument(t, alice, document.id);
+    const before = (await search(alice, { query: 'quillwort installer' })).json().results[0];
+    expect(before.document.id).toBe(document.id);
+    await t.call(alice, 'PUT', `/api/sources/${source.id}`, {
+      chunking: { target_tokens: 100, overlap_tokens: 0 },
+    });
+    // Every search while the run works answers from one generation or the other, never none.
+    for (;;) {
+      const results = (await search(alice, { query: 'quillwort installer' })).json().results;
+      expect(results.map((r: { document: { id: string } }) => r.document.id)).toEqual([document.id]);
+      const current = (await t.call(alice, 'GET', `/api/sources/${source.id}`)).json();
+      if (current.indexing.status === 'completed') break;
+    }
+    const generations = await t.rows<{ generation: number }>(
+      sql`select distinct generation from chunks where source_id = ${source.id}`,
+    );
+    expect(generations).toEqual([{ generation: 2 }]);
+    const after = (await search(alice, { query: 'quillwort installer' })).json().results[0];
+    expect(after.chunk.id).not.toBe(before.chunk.id);
+  });
+});
+
 describe('workspace isolation', () => {
   it('hides every source and document of another workspace: 404 by id, absent from lists', async () => {
     const source = await buildSource(t, alice);

@@ -260,6 +260,50 @@ describe('the indexer', () => {
     }
   });
 
+  it('searches answer from the old generation until a rebuild completes, then from the new one', async () => {
+    const caller = await newCaller();
+    const { knowledge, indexer } = services();
+    const source = await knowledge.createSource(caller, { name: 'Swapped', kind: 'upload' });
+    for (const topic of ['swapfern one', 'swapfern two']) {
+      const { document } = await knowledge.upload(caller, {
+        sourceId: source.id,
+        filename: `${topic}.md`,
+        bytes: Buffer.from(`# ${topic}\n\n${`The ${topic} grows in shade. `.repeat(40)}\n`),
+        tags: [],
+        metadata: {},
+      });
+      await indexer.processDocument(document.id, never);
+    }
+    const hits = async () =>
+      (await retrieval.search(caller, { query: 'swapfern shade', top_k: 10 })).results
+        .map((result) => `${result.document.id}/${result.chunk.id}`)
+        .sort();
+    const before = await hits();
+    expect(before).toHaveLength(2);
+
+    await knowledge.updateSource(caller, source.id, { chunking: { target_tokens: 64, overlap_tokens: 0 } });
+    // The second document is prepared once the first one's new chunks are written: search then.
+    let during: string[] = [];
+    let prepared = 0;
+    const watching: RetrievalService = {
+      ...retrieval,
+      prepare: async (...args) => {
+        prepared += 1;
+        if (prepared === 2) during = await hits();
+        return retrieval.prepare(...args);
+      },
+    };
+    await services({ retrieval: watching }).indexer.runSource(source.id, lastRun(source.id), never);
+    expect(during).toEqual(before);
+    const after = await hits();
+    expect(after.map((hit) => hit.split('/')[0])).toEqual(before.map((hit) => hit.split('/')[0]));
+    expect(after).not.toEqual(before);
+    const generations = await t.rows<{ generation: number }>(
+      sql`select distinct generation from chunks where source_id = ${source.id}`,
+    );
+    expect(generations).toEqual([{ generation: 2 }]);
+  });
+
   it('fails a run whose folder left the root, keeping the documents it had', async () => {
     fs.mkdirSync(path.join(root, 'leaving'));
     fs.writeFileSync(path.join(root, 'leaving', 'a.md'), markdown('leaving'));
