@@ -784,14 +784,16 @@ describe('search over knowledge', () => {
       await upload(t, alice, { name: 'gen.md', content: guide('quillwort') }, { source_id: source.id })
     ).json();
     await settledDocument(t, alice, document.id);
-    const before = (await search(alice, { query: 'quillwort installer' })).json().results[0];
+    const before = (await search(alice, { query: 'quillwort installer', source_ids: [source.id] })).json()
+      .results[0];
     expect(before.document.id).toBe(document.id);
     await t.call(alice, 'PUT', `/api/sources/${source.id}`, {
       chunking: { target_tokens: 100, overlap_tokens: 0 },
     });
     // Every search while the run works answers from one generation or the other, never none.
     for (;;) {
-      const results = (await search(alice, { query: 'quillwort installer' })).json().results;
+      const results = (await search(alice, { query: 'quillwort installer', source_ids: [source.id] })).json()
+        .results;
       expect(results.map((r: { document: { id: string } }) => r.document.id)).toEqual([document.id]);
       const current = (await t.call(alice, 'GET', `/api/sources/${source.id}`)).json();
       if (current.indexing.status === 'completed') break;
@@ -800,7 +802,8 @@ describe('search over knowledge', () => {
       sql`select distinct generation from chunks where source_id = ${source.id}`,
     );
     expect(generations).toEqual([{ generation: 2 }]);
-    const after = (await search(alice, { query: 'quillwort installer' })).json().results[0];
+    const after = (await search(alice, { query: 'quillwort installer', source_ids: [source.id] })).json()
+      .results[0];
     expect(after.chunk.id).not.toBe(before.chunk.id);
   });
 });
