@@ -36,7 +36,7 @@ import { inTransaction } from '../src/db/transaction.ts';
 import { mintDevToken } from '../src/modules/identity/dev-issuer.ts';
 import type { IndexedChunk, PreparedChunks } from '../src/modules/retrieval/retrieval.service.ts';
 import { createRetrievalService } from '../src/modules/retrieval/retrieval.service.ts';
-import { ensureKnowledgeTables, insertDocument, insertSource } from '../tests/helpers/knowledge-stand-in.ts';
+import { insertDocument, insertSource } from '../tests/helpers/knowledge-rows.ts';
 import { createBenchPostgres } from './postgres-env.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
@@ -144,7 +144,6 @@ async function startService(engine: string) {
     'x-workspace-id': workspace.id,
     'content-type': 'application/json',
   };
-  await ensureKnowledgeTables(database.db);
   return {
     database,
     services,

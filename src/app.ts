@@ -21,6 +21,7 @@ import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
+import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { providersRoutes } from './modules/providers/providers.routes.ts';
 import { retrievalRoutes } from './modules/retrieval/retrieval.routes.ts';
 import { runsRoutes } from './modules/runs/runs.routes.ts';
@@ -113,6 +114,10 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(retrievalRoutes, { retrieval: services.retrieval });
       await api.register(codegraphRoutes, {
         codegraph: services.codegraph,
+        uploadMaxBytes: config.uploadMaxBytes,
+      });
+      await api.register(knowledgeRoutes, {
+        knowledge: services.knowledge,
         uploadMaxBytes: config.uploadMaxBytes,
       });
     },

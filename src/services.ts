@@ -9,6 +9,7 @@ import { createBullmqQueue } from './jobs/bullmq-queue.ts';
 import { bindJob, type RegisteredJob } from './jobs/job.ts';
 import { createLocalQueue } from './jobs/local-queue.ts';
 import type { AddressPolicy } from './lib/net/address-guard.ts';
+import { createGuardedFetch } from './lib/net/guarded-fetch.ts';
 import { createRedisConnection } from './lib/redis/redis-connection.ts';
 import type { Component } from './lifecycle.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -32,6 +33,17 @@ import { createCredentialsService } from './modules/credentials/credentials.serv
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
 import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
+import { createDocumentIndexer } from './modules/knowledge/document-indexer.ts';
+import {
+  createKnowledgeRecovery,
+  documentJobId,
+  INDEX_SOURCE,
+  indexSourceJob,
+  PROCESS_DOCUMENT,
+  processDocumentJob,
+  runJobId,
+} from './modules/knowledge/knowledge.jobs.ts';
+import { createKnowledgeService } from './modules/knowledge/knowledge.service.ts';
 import { createModelGateway } from './modules/providers/ai-gateway.ts';
 import { createProvidersService } from './modules/providers/providers.service.ts';
 import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
@@ -164,9 +176,40 @@ export async function createServices(config: Config, database: Database, options
         'the queue did not take the run; the recovery sweep hands it over',
       ),
   });
+  // Knowledge: the API side records documents and runs; the indexer does their work in jobs.
+  const knowledge = createKnowledgeService({
+    db,
+    retrieval,
+    activity: { record: activity.record },
+    sourcesRoot: config.sourcesRoot,
+    enqueueDocument: (id) =>
+      queue.enqueue(PROCESS_DOCUMENT, { document_id: id }, { jobId: documentJobId(id) }),
+    enqueueRun: (sourceId, runId) =>
+      queue.enqueue(INDEX_SOURCE, { source_id: sourceId, run_id: runId }, { jobId: runJobId(runId) }),
+    onEnqueueError: (error, what) =>
+      log.warn(
+        { err: error, ...what },
+        'the queue did not take knowledge work; the recovery sweep hands it over',
+      ),
+  });
+  const indexer = createDocumentIndexer({
+    db,
+    retrieval,
+    activity: { record: activity.record },
+    sourcesRoot: config.sourcesRoot,
+    maxBytes: config.uploadMaxBytes,
+    // URL sources fetch under the same address policy as every user-chosen address.
+    fetchFor: (workspaceId) => createGuardedFetch(() => addressPolicy(workspaceId)),
+    log,
+  });
   // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
   // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.
-  const jobs: RegisteredJob[] = [bindJob(executeRunJob, { engine }), bindJob(indexProjectJob, { codegraph })];
+  const jobs: RegisteredJob[] = [
+    bindJob(executeRunJob, { engine }),
+    bindJob(indexProjectJob, { codegraph }),
+    bindJob(processDocumentJob, { indexer }),
+    bindJob(indexSourceJob, { indexer }),
+  ];
   // Started in this order, stopped in reverse. The queue comes last so it stops first: its
   // running jobs use everything before it (the model gateway's stop aborts calls still open).
   // A hub given by the caller is the caller's to start and stop.
@@ -176,10 +219,14 @@ export async function createServices(config: Config, database: Database, options
     modelGateway,
     retrieval.statsComponent,
     queue,
-    // Consumers sweep for runs and indexes a lost enqueue or a dead worker left behind.
+    // Consumers sweep for runs, code indexes and documents a lost enqueue or a dead worker left behind.
     ...(config.runMode === 'api'
       ? []
-      : [createRunRecovery({ runs, queue, log }), createCodegraphRecovery({ codegraph, queue, log })]),
+      : [
+          createRunRecovery({ runs, queue, log }),
+          createCodegraphRecovery({ codegraph, queue, log }),
+          createKnowledgeRecovery({ knowledge, queue, log }),
+        ]),
   ];
 
   return {
@@ -215,6 +262,8 @@ export async function createServices(config: Config, database: Database, options
     retrieval,
     chat: createChatService({ db, gateway: modelGateway, agents }),
     codegraph,
+    knowledge,
+    indexer,
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,

@@ -4,7 +4,7 @@ import { inTransaction } from '../../src/db/transaction.ts';
 import type { EmbeddingSettings, IndexedChunk } from '../../src/modules/retrieval/retrieval.service.ts';
 import type { Actor } from '../helpers/api-client.ts';
 import { buildMember } from '../helpers/factories.ts';
-import { ensureKnowledgeTables, insertDocument, insertSource } from '../helpers/knowledge-stand-in.ts';
+import { insertDocument, insertSource } from '../helpers/knowledge-rows.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -24,7 +24,6 @@ const KEYWORD_ONLY: EmbeddingSettings = { provider: 'none', model: 'none' };
 beforeAll(async () => {
   t = await createTestApp({ env: { VAULT_ALLOW_LOOPBACK: 'true' } });
   embeddingServer = await startOpenAiServer();
-  await ensureKnowledgeTables(t.database.db);
 });
 afterAll(async () => {
   await embeddingServer.close();

@@ -32,6 +32,8 @@ interface Operation {
   path: string;
   parameters: Parameter[];
   body?: { schema: JsonSchema; required: boolean };
+  /** The fields of its `multipart/form-data` body (an upload), when it takes one. */
+  form?: JsonSchema;
   /** Its success is a `text/event-stream` that stays open: probed, then disconnected. */
   streams: boolean;
 }
@@ -42,11 +44,13 @@ const operations: Operation[] = Object.entries(
   METHODS.filter((method) => item[method]).map((method) => {
     const op = item[method];
     const json = op.requestBody?.content?.['application/json']?.schema;
+    const form = op.requestBody?.content?.['multipart/form-data']?.schema;
     return {
       method,
       path: route,
       parameters: (op.parameters ?? []) as Parameter[],
       ...(json ? { body: { schema: json, required: op.requestBody.required === true } } : {}),
+      ...(form ? { form } : {}),
       streams: Object.values(op.responses ?? {}).some(
         (response: any) => response?.content?.['text/event-stream'] !== undefined,
       ),
@@ -60,8 +64,50 @@ interface GeneratedRequest {
   body:
     | { kind: 'none' }
     | { kind: 'json'; value: unknown }
-    | { kind: 'raw'; contentType: string; payload: string };
+    | { kind: 'raw'; contentType: string; payload: string }
+    | {
+        kind: 'form';
+        fields: Record<string, unknown>;
+        /** One file per `format: binary` field of the form, under that field's name. */
+        files: Partial<Record<string, { name: string; bytes: Uint8Array }>>;
+      };
 }
+
+/** Files an upload form may carry: real formats, liars, archives, fragments and noise. */
+const FORM_FILES = fc.record({
+  name: fc.oneof(
+    fc.constantFrom(
+      'notes.md',
+      'page.html',
+      'report.pdf',
+      'data.json',
+      'table.csv',
+      'main.ts',
+      'archive.zip',
+      'noext',
+      '../../etc/passwd',
+      'a\u0000b.txt',
+      '',
+    ),
+    fc.string({ maxLength: 30 }),
+  ),
+  bytes: fc.oneof(
+    fc
+      .constantFrom(
+        '# Title\n\nSome text.',
+        '<html><script>x</script><h1>T</h1><p>p</p></html>',
+        '%PDF-1.7\n1 0 obj <<',
+        'PK\u0003\u0004',
+        '{"a": [1, 2',
+        'a,b\n1,2\n"unterminated',
+        '',
+        '   ',
+      )
+      .map((text) => new TextEncoder().encode(text)),
+    fc.string({ unit: 'binary', maxLength: 200 }).map((text) => new TextEncoder().encode(text)),
+    fc.uint8Array({ maxLength: 200 }),
+  ),
+});
 
 const RAW_BODIES = fc.record({
   contentType: fc.constantFrom(
@@ -122,6 +168,27 @@ function requestArbitrary(
     RAW_BODIES.map((raw) => ({ kind: 'raw', ...raw }) as const),
     hostileValue.map((value) => ({ kind: 'json', value }) as const),
   ];
+  if (op.form) {
+    // Files (`format: binary` fields) are drawn from FORM_FILES; the other fields from their
+    // schemas, hostile at times.
+    const properties: Record<string, JsonSchema> = op.form.properties ?? {};
+    const binary = Object.keys(properties).filter((name) => properties[name]?.format === 'binary');
+    const others = Object.fromEntries(Object.entries(properties).filter(([name]) => !binary.includes(name)));
+    const fields = { ...op.form, properties: others, required: [] };
+    const files = fc.record(Object.fromEntries(binary.map((name) => [name, FORM_FILES])), {
+      requiredKeys: [],
+    });
+    bodies.push(
+      ...[0, 1, 3].map((weight) =>
+        fc
+          .record({ fields: schemaArbitrary(fields, weight), files })
+          .map(
+            ({ fields, files }) =>
+              ({ kind: 'form', fields: fields as Record<string, unknown>, files }) as const,
+          ),
+      ),
+    );
+  }
   if (op.body) {
     const schema = op.body.schema;
     bodies.push(
@@ -153,8 +220,18 @@ function toInjection(op: Operation, request: GeneratedRequest, actor: Actor) {
   }
   const search = query.toString();
   const headers: Record<string, string> = { ...actor.headers };
-  let payload: string | undefined;
-  if (request.body.kind === 'json') {
+  let payload: string | FormData | undefined;
+  if (request.body.kind === 'form') {
+    const form = new FormData();
+    const { files, fields } = request.body;
+    for (const [name, file] of Object.entries(files)) {
+      if (file) form.append(name, new Blob([file.bytes]), file.name);
+    }
+    // A hostile value may stand for the whole set of fields: anything but an object adds none.
+    const entries = typeof fields === 'object' && fields !== null ? Object.entries(fields) : [];
+    for (const [name, value] of entries) form.append(name, text(value).toWellFormed());
+    payload = form;
+  } else if (request.body.kind === 'json') {
     headers['content-type'] = 'application/json';
     payload = JSON.stringify(request.body.value) ?? 'null';
   } else if (request.body.kind === 'raw') {

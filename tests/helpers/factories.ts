@@ -177,3 +177,14 @@ export async function buildCredential(
     ...body,
   });
 }
+
+/** Creates a knowledge source through the API (an upload source unless overridden). */
+export function buildSource(t: TestApp, actor: Actor, overrides: Record<string, unknown> = {}) {
+  return create<{ id: string; name: string; kind: string; indexing: { status: string } }>(
+    t,
+    actor,
+    'buildSource',
+    '/api/sources',
+    { name: `Source ${next()}`, kind: 'upload', ...overrides },
+  );
+}

@@ -57,6 +57,9 @@ function validString(schema: JsonSchema): fc.Arbitrary<string> {
       })
       .map((date) => date.toISOString());
   }
+  if (schema.contentMediaType === 'application/json') {
+    return fc.object({ maxDepth: 2 }).map((value) => JSON.stringify(value));
+  }
   const minLength = schema.minLength ?? 0;
   const maxLength = Math.max(minLength, Math.min(schema.maxLength ?? 40, 40));
   if (typeof schema.pattern === 'string') {

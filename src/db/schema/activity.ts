@@ -6,8 +6,9 @@ import { createdAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
 /**
- * Activity kinds (spec section 6), `<subject>.<what happened>`. The knowledge issue emits
- * the document kinds and the code graph's (`codegraph.indexed`, `codegraph.failed`).
+ * Activity kinds (spec section 6), `<subject>.<what happened>`. Knowledge emits the document
+ * kinds and the end of a source's indexing run; the code graph its own (`codegraph.indexed`,
+ * `codegraph.failed`).
  */
 export const ACTIVITY_KINDS = [
   'agent.created',
@@ -25,6 +26,8 @@ export const ACTIVITY_KINDS = [
   'document.failed',
   'codegraph.indexed',
   'codegraph.failed',
+  'source.indexed',
+  'source.index_failed',
   'system.settings_changed',
   'system.error',
   'system.warning',
@@ -48,7 +51,7 @@ export const activityEvents = pgTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     kind: varchar('kind', { length: 50 }).$type<ActivityKind>().notNull(),
-    /** What the event is about: `agent`, `workflow`, `run`, `document`, `settings`. */
+    /** What the event is about: `agent`, `workflow`, `run`, `document`, `source`, `settings`. */
     subject_type: varchar('subject_type', { length: 30 }).notNull(),
     subject_id: varchar('subject_id', { length: 100 }),
     message: text('message').notNull(),

@@ -16,6 +16,7 @@ import {
 import type { Static } from 'typebox';
 import { StringEnum } from '../../lib/typebox.ts';
 import { createdAt } from './columns.ts';
+import { documents } from './knowledge.ts';
 import { workspaces } from './workspaces.ts';
 
 /** PostgreSQL's `tsvector`: the chunk's lexemes with their positions (docs/retrieval.md). */
@@ -50,7 +51,8 @@ export const HNSW_HALFVEC_DIMENSIONS = [3072] as const;
  * `to_tsvector('english', heading path + text)`, `term_count` its number of tokens (the
  * BM25 document length). Rows of a generation other than the source's active one are
  * invisible to searches (a reindex writes the next generation beside the current one).
- * `source_id` and `document_id` reference the knowledge module's tables, which own them.
+ * `source_id` and `document_id` name the knowledge module's source and document, which own
+ * them; `document_id` is a foreign key, so no chunk outlives its document.
  */
 export const chunks = pgTable(
   'chunks',
@@ -60,7 +62,10 @@ export const chunks = pgTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     source_id: uuid('source_id').notNull(),
-    document_id: uuid('document_id').notNull(),
+    // A document's chunks go with it (its statistics are the search index's to remove first).
+    document_id: uuid('document_id')
+      .notNull()
+      .references(() => documents.id, { onDelete: 'cascade' }),
     generation: integer('generation').notNull(),
     position: integer('position').notNull(),
     text: text('text').notNull(),

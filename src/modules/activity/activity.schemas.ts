@@ -12,7 +12,7 @@ export const ActivityEventSchema = Type.Object({
     description: 'grows with each event of the workspace; the cursor of every channel',
   }),
   kind: ActivityKindSchema,
-  subject_type: Type.String({ description: 'agent, workflow, run, document, settings or system' }),
+  subject_type: Type.String({ description: 'agent, workflow, run, document, source, settings or system' }),
   subject_id: Type.Union([Type.String(), Type.Null()], { description: 'the subject’s id, when it has one' }),
   message: Type.String({ description: 'human-readable, e.g. Agent “Researcher” created' }),
   data: Type.Record(Type.String(), Type.Unknown(), { description: 'details for clients; depends on kind' }),
@@ -36,7 +36,7 @@ const filterQuery = {
     Type.String({
       minLength: 1,
       maxLength: 30,
-      description: 'agent, workflow, run, document, settings or system',
+      description: 'agent, workflow, run, document, source, settings or system',
     }),
   ),
   subject_id: Type.Optional(

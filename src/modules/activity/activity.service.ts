@@ -25,6 +25,7 @@ export type ActivitySubjectType =
   | 'run'
   | 'document'
   | 'codegraph_project'
+  | 'source'
   | 'settings'
   | 'system';
 

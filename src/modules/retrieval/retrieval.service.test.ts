@@ -1,10 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ensureKnowledgeTables,
-  insertDocument,
-  insertSource,
-} from '../../../tests/helpers/knowledge-stand-in.ts';
+import { insertDocument, insertSource } from '../../../tests/helpers/knowledge-rows.ts';
 import { onPostgres } from '../../../tests/helpers/test-app.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
@@ -26,7 +22,6 @@ let retrieval: RetrievalService;
 beforeAll(async () => {
   t = await createTestDb({ env: { DB_QUEUE_TIMEOUT_MS: '30000' } });
   db = t.database.db;
-  await ensureKnowledgeTables(db);
   retrieval = createRetrievalService({
     db,
     settings: createSettingsService(db),

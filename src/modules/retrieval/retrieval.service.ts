@@ -309,6 +309,53 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     return [...rescored, ...documents.slice(reranker.depth)];
   }
 
+  /** Ranks the scope's chunks for `input` (keyword, vector or fused), collapses them per document, reads their text, reranks. */
+  async function rankAndRead(
+    caller: Pick<Caller, 'workspaceId' | 'userId'>,
+    input: SearchInput,
+    signal?: AbortSignal,
+  ): Promise<{ mode: SearchMode; documents: CollapsedDocument[]; details: Map<number, ChunkDetail> }> {
+    const topK = input.top_k ?? DEFAULT_TOP_K;
+    const scope: SearchScope = {
+      workspaceId: caller.workspaceId,
+      ...(input.source_ids ? { sourceIds: input.source_ids } : {}),
+      ...(input.tags ? { tags: input.tags } : {}),
+    };
+    const { totals, models } = await reader.scopeStats(scope);
+    const mode: SearchMode = input.mode ?? (models.length > 0 ? 'hybrid' : 'keyword');
+    if (mode !== 'keyword' && models.length === 0 && totals.chunks > 0) {
+      throw invalidFields([
+        { field: 'body.mode', message: `${mode} needs embeddings, and the sources searched have none` },
+      ]);
+    }
+    const weights = { ...DEFAULT_WEIGHTS, ...input.weights };
+    const depth = armDepth(topK);
+    // In hybrid mode an arm weighted 0 is not run at all.
+    const runKeyword = mode === 'keyword' || (mode === 'hybrid' && weights.keyword > 0);
+    const runVector = models.length > 0 && (mode === 'vector' || (mode === 'hybrid' && weights.vector > 0));
+    const [keyword, vector] = await Promise.all([
+      runKeyword ? keywordArm(scope, input.query, totals, depth) : [],
+      runVector ? vectorArm(caller, scope, models, input.query, depth, signal) : [],
+    ]);
+    const ranked =
+      mode === 'keyword'
+        ? keyword
+        : mode === 'vector'
+          ? vector
+          : fuseRanks([
+              { ranked: keyword, weight: weights.keyword },
+              { ranked: vector, weight: weights.vector },
+            ]);
+    const collapsed = collapseByDocument(ranked, topK, MAX_HIGHLIGHTS);
+    const ids = collapsed.flatMap((document) => [
+      document.best.chunkId,
+      ...document.highlights.map((chunk) => chunk.chunkId),
+    ]);
+    const details = await reader.chunkDetails(caller.workspaceId, ids);
+    const documents = await rerank(input.query, collapsed, details, signal);
+    return { mode, documents, details };
+  }
+
   function toResult(document: CollapsedDocument, details: Map<number, ChunkDetail>): SearchResult | null {
     const best = details.get(document.best.chunkId);
     // A chunk deleted between ranking and reading (a concurrent reindex swap) is skipped.
@@ -444,44 +491,14 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       signal?: AbortSignal,
     ): Promise<SearchResponse> {
       const started = performance.now();
-      const topK = input.top_k ?? DEFAULT_TOP_K;
-      const scope: SearchScope = {
-        workspaceId: caller.workspaceId,
-        ...(input.source_ids ? { sourceIds: input.source_ids } : {}),
-        ...(input.tags ? { tags: input.tags } : {}),
-      };
-      const { totals, models } = await reader.scopeStats(scope);
-      const mode: SearchMode = input.mode ?? (models.length > 0 ? 'hybrid' : 'keyword');
-      if (mode !== 'keyword' && models.length === 0 && totals.chunks > 0) {
-        throw invalidFields([
-          { field: 'body.mode', message: `${mode} needs embeddings, and the sources searched have none` },
-        ]);
+      let found = await rankAndRead(caller, input, signal);
+      // Ranking and reading the chunks are separate statements: a reindex swap committed
+      // between them deletes the ranked chunks of the old generation. Searching once more
+      // then reads the new generation whole, so a swap never answers with missing results.
+      if (found.documents.some((document) => !found.details.has(document.best.chunkId))) {
+        found = await rankAndRead(caller, input, signal);
       }
-      const weights = { ...DEFAULT_WEIGHTS, ...input.weights };
-      const depth = armDepth(topK);
-      // In hybrid mode an arm weighted 0 is not run at all.
-      const runKeyword = mode === 'keyword' || (mode === 'hybrid' && weights.keyword > 0);
-      const runVector = models.length > 0 && (mode === 'vector' || (mode === 'hybrid' && weights.vector > 0));
-      const [keyword, vector] = await Promise.all([
-        runKeyword ? keywordArm(scope, input.query, totals, depth) : [],
-        runVector ? vectorArm(caller, scope, models, input.query, depth, signal) : [],
-      ]);
-      const ranked =
-        mode === 'keyword'
-          ? keyword
-          : mode === 'vector'
-            ? vector
-            : fuseRanks([
-                { ranked: keyword, weight: weights.keyword },
-                { ranked: vector, weight: weights.vector },
-              ]);
-      let documents = collapseByDocument(ranked, topK, MAX_HIGHLIGHTS);
-      const ids = documents.flatMap((document) => [
-        document.best.chunkId,
-        ...document.highlights.map((chunk) => chunk.chunkId),
-      ]);
-      const details = await reader.chunkDetails(caller.workspaceId, ids);
-      documents = await rerank(input.query, documents, details, signal);
+      const { mode, documents, details } = found;
       const minScore = input.min_score;
       const results = documents
         .filter((document) => minScore === undefined || document.score >= minScore)

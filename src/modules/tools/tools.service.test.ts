@@ -6,11 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codegraphOf } from '../../../tests/helpers/codegraph.ts';
-import {
-  ensureKnowledgeTables,
-  insertDocument,
-  insertSource,
-} from '../../../tests/helpers/knowledge-stand-in.ts';
+import { insertDocument, insertSource } from '../../../tests/helpers/knowledge-rows.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { inTransaction } from '../../db/transaction.ts';
 import { createCredentialsService } from '../credentials/credentials.service.ts';
@@ -184,7 +180,6 @@ describe('knowledge_search', () => {
   }
 
   it('hands the model the best passages of its own workspace, scoped by the agent’s config', async () => {
-    await ensureKnowledgeTables(db.database.db);
     const mine = await indexed(owner.workspaceId, 'Onboarding', 'New hires get a laptop on their first day.');
     const other = await createWorkspacesService(db.database.db).createWorkspace('other-user', {
       name: 'other',
