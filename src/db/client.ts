@@ -14,7 +14,7 @@ import { createResilientPool } from './pg-pool.ts';
 import { PgliteGate } from './pglite-gate.ts';
 import { pgliteTemplateFor } from './pglite-template.ts';
 import * as schema from './schema/index.ts';
-import type { Db } from './transaction.ts';
+import { type Db, resolveLostCommits } from './transaction.ts';
 
 /** An open database: the query interface plus what the process needs to manage it. */
 export interface Database {
@@ -86,6 +86,7 @@ export async function openDatabase(
       idleTimeoutMillis: 30_000,
     });
     const db = drizzleNodePg(pool, { schema }) as unknown as Db;
+    resolveLostCommits(db);
     return {
       db,
       kind: 'postgres',

@@ -92,8 +92,8 @@ function* chain(error: unknown, depth = 0): Generator<Record<string, unknown>> {
  * True when the error means the database cannot be reached or dropped the connection
  * (SQLSTATE class 08, 57P01/57P02/57P03, 53300, socket errors, pool checkout timeout,
  * "Connection terminated", PGlite closed or aborted). The HTTP layer answers 503 for these;
- * whether the statement ran is unknown to the caller, but a transaction whose COMMIT did not
- * complete was rolled back by the server.
+ * whether the statement ran is unknown to the caller. A transaction whose COMMIT lost its
+ * connection may have committed: `inTransaction` asks the server before reporting it failed.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const links = [...chain(error)];

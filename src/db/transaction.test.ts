@@ -1,7 +1,11 @@
+import net from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { onPostgres } from '../../tests/helpers/test-app.ts';
+import { createTestDatabaseEnv, onPostgres, type TestDatabaseEnv } from '../../tests/helpers/test-app.ts';
 import { createTestDb, type TestDb } from '../../tests/helpers/test-db.ts';
+import { loadConfig } from '../config.ts';
+import { type Database, openDatabase } from './client.ts';
+import { isDatabaseUnavailable } from './errors.ts';
 import { afterCommit, type Db, inTransaction, isTransaction, lockAppendOrder } from './transaction.ts';
 
 let t: TestDb;
@@ -152,5 +156,108 @@ describe('lockAppendOrder', () => {
     expect(other).toBeGreaterThan(0);
     holdFirst.open();
     await first;
+  });
+});
+
+/**
+ * A loopback proxy in front of PostgreSQL that, once armed, forwards the next simple-protocol
+ * COMMIT and then cuts the connection before the server's answer reaches the client (`after`),
+ * or cuts it without forwarding the COMMIT at all (`before`): the two sides of a lost COMMIT.
+ */
+async function startCommitCutter(target: { host: string; port: number }) {
+  let armed: 'before' | 'after' | undefined;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(target.port, target.host);
+    sockets.add(client).add(upstream);
+    const cut = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', cut);
+    upstream.on('error', cut);
+    client.on('close', cut);
+    upstream.on('close', cut);
+    let cutting = false;
+    client.on('data', (chunk: Buffer) => {
+      if (armed && chunk[0] === 0x51 && chunk.includes('commit\0')) {
+        const side = armed;
+        armed = undefined;
+        cutting = true;
+        if (side === 'after') upstream.write(chunk);
+        // Long enough for the server to commit; its answer is never forwarded.
+        setTimeout(cut, 200);
+        return;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!cutting) client.write(chunk);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    arm(side: 'before' | 'after') {
+      armed = side;
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe.runIf(onPostgres)('a COMMIT whose connection dies', () => {
+  let dbEnv: TestDatabaseEnv;
+  let cutter: Awaited<ReturnType<typeof startCommitCutter>>;
+  let database: Database;
+
+  beforeAll(async () => {
+    dbEnv = await createTestDatabaseEnv();
+    const config = loadConfig(dbEnv.env).database;
+    if (config.kind !== 'postgres') throw new Error('expected PostgreSQL');
+    cutter = await startCommitCutter({ host: config.host, port: config.port });
+    database = await openDatabase({ ...config, port: cutter.port });
+    await database.db.execute(sql`create table lost_commit_log (name text primary key)`);
+  });
+  afterAll(async () => {
+    await database?.close();
+    await cutter?.close();
+    await dbEnv?.drop();
+  });
+
+  const names = async () => {
+    const result = await database.db.execute(sql`select name from lost_commit_log order by name`);
+    return (result as unknown as { rows: { name: string }[] }).rows.map((row) => row.name);
+  };
+
+  it('is reported done when the server committed it, with its after-commit work', async () => {
+    const ran: string[] = [];
+    cutter.arm('after');
+    const result = await inTransaction(database.db, async (tx) => {
+      await tx.execute(sql`insert into lost_commit_log (name) values ('committed')`);
+      afterCommit(tx, () => ran.push('announced'));
+      return 'done';
+    });
+    expect(result).toBe('done');
+    expect(ran).toEqual(['announced']);
+    expect(await names()).toContain('committed');
+  });
+
+  it('fails as unavailable when the server never got it', async () => {
+    const ran: string[] = [];
+    cutter.arm('before');
+    const attempt = inTransaction(database.db, async (tx) => {
+      await tx.execute(sql`insert into lost_commit_log (name) values ('lost')`);
+      afterCommit(tx, () => ran.push('announced'));
+    });
+    const error = await attempt.then(
+      () => undefined,
+      (reason: unknown) => reason,
+    );
+    expect(isDatabaseUnavailable(error)).toBe(true);
+    expect(ran).toEqual([]);
+    expect(await names()).not.toContain('lost');
   });
 });

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { isDatabaseUnavailable } from './errors.ts';
 import type * as schema from './schema/index.ts';
 
 /**
@@ -22,17 +23,80 @@ const afterCommitWork = new WeakMap<Db, Array<() => void>>();
  * Callbacks registered with `afterCommit(tx, ...)` run once the transaction has committed,
  * and are dropped when it rolls back. Called on a transaction, it opens a savepoint whose
  * callbacks join the outer transaction's, since nothing is committed before the outer one is.
+ *
+ * On PostgreSQL, a transaction that wrote something notes its id before COMMIT; when the
+ * connection dies during COMMIT, the outcome is asked on another connection
+ * (`pg_xact_status`), so a change that committed is reported as done, not as a 503.
  */
 export async function inTransaction<T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> {
   const callbacks: Array<() => void> = [];
-  const result = await db.transaction((tx) => {
-    afterCommitWork.set(tx, callbacks);
-    return work(tx);
-  });
+  const resolvesCommits = commitResolvingDatabases.has(db);
+  // Set once the work has finished and COMMIT is about to be sent.
+  let finished: { value: T; xid: string | null } | undefined;
+  let result: T;
+  try {
+    result = await db.transaction(async (tx) => {
+      afterCommitWork.set(tx, callbacks);
+      const value = await work(tx);
+      finished = { value, xid: resolvesCommits ? await assignedTransactionId(tx) : null };
+      return value;
+    });
+  } catch (error) {
+    // The connection died after COMMIT was sent: the server may have committed before the
+    // acknowledgement was lost. Ask it, rather than report a change that happened as failed
+    // (a client would retry it and make a duplicate).
+    const sent = finished as { value: T; xid: string | null } | undefined;
+    if (!sent?.xid || !isDatabaseUnavailable(error)) throw error;
+    if ((await commitOutcome(db, sent.xid)) !== 'committed') throw error;
+    result = sent.value;
+  }
   const outer = afterCommitWork.get(db);
   if (outer) outer.push(...callbacks);
   else runAfterCommit(callbacks);
   return result;
+}
+
+/**
+ * Databases whose COMMIT can fail after the server has committed: a PostgreSQL server over a
+ * socket, where the acknowledgement can be lost with the connection. PGlite runs in-process and
+ * has no such window. Marked by `openDatabase`.
+ */
+const commitResolvingDatabases = new WeakSet<Db>();
+
+/** Makes `inTransaction` on `db` resolve the outcome of a COMMIT whose connection died. */
+export function resolveLostCommits(db: Db): void {
+  commitResolvingDatabases.add(db);
+}
+
+/** The transaction's id if it has written anything (a read-only one has none to commit). */
+async function assignedTransactionId(tx: Db): Promise<string | null> {
+  const answer = await tx.execute(sql`select pg_current_xact_id_if_assigned()::text as xid`);
+  const rows = (answer as unknown as { rows: Array<{ xid: string | null }> }).rows;
+  return rows[0]?.xid ?? null;
+}
+
+/** How long to keep asking about a lost COMMIT before answering that its outcome is unknown. */
+const COMMIT_OUTCOME_DEADLINE_MS = 3000;
+
+/**
+ * What became of transaction `xid`, asked on a new connection: `committed`, `aborted`, or
+ * `unknown` when the server cannot say within the deadline (it is unreachable too). A backend
+ * that dies mid-commit is briefly `in progress` until the server has cleaned up after it.
+ */
+async function commitOutcome(db: Db, xid: string): Promise<'committed' | 'aborted' | 'unknown'> {
+  const deadline = performance.now() + COMMIT_OUTCOME_DEADLINE_MS;
+  for (let wait = 10; performance.now() < deadline; wait = Math.min(wait * 2, 250)) {
+    try {
+      const answer = await db.execute(sql`select pg_xact_status(${xid}::xid8) as status`);
+      const status = (answer as unknown as { rows: Array<{ status: string | null }> }).rows[0]?.status;
+      if (status === 'committed') return 'committed';
+      if (status !== 'in progress') return 'aborted';
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  return 'unknown';
 }
 
 /** True when `db` is a transaction opened by `inTransaction` (not the pool or database itself). */
