@@ -143,7 +143,26 @@ export async function createServices(config: Config, database: Database, options
     agents: { lockExisting: agents.lockExisting },
     activity: { record: activity.record },
   });
-  const modelGateway = createModelGateway({ settings, credentials, tools, addressPolicy });
+  const modelGateway = createModelGateway({
+    settings,
+    credentials,
+    tools,
+    addressPolicy,
+    // With no model configured, chat quotes the workspace's best passages (the index's default mode).
+    knowledge: {
+      async search({ workspaceId, userId, query, top_k }, signal) {
+        const found = await retrieval.search({ workspaceId, userId }, { query, top_k }, signal);
+        return found.results.map((result) => ({
+          document_id: result.document.id,
+          title: result.document.title,
+          source: result.document.source.name,
+          heading_path: result.chunk.heading_path,
+          score: result.score,
+          passage: result.chunk.text,
+        }));
+      },
+    },
+  });
   const retrieval = createRetrievalService({
     db,
     models: modelGateway,

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
 import { openEventStream } from '../helpers/event-stream.ts';
 import { buildAgent, buildCredential, buildMember } from '../helpers/factories.ts';
+import { settledDocument, upload } from '../helpers/knowledge.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -161,6 +162,52 @@ describe('POST /api/chat', () => {
     expect(events[1]?.data.text).toContain('user: anyone there?');
     expect(events[2]?.data).toMatchObject({ provider: 'local', model: 'echo', cost: 0 });
     expect(llm.modelRequests()).toHaveLength(calls);
+  });
+
+  it('quotes the workspace’s knowledge with citations when no model is configured', async () => {
+    const erin = await t.newWorkspace('erin');
+    const frank = await t.newWorkspace('frank');
+    const guide = await upload(t, erin, {
+      name: 'glacier-guide.md',
+      content:
+        '# Glacier field guide\n\n## Crevasse rescue\n\nA pulley system lifts a climber out of a crevasse; anchor it in the snow with a buried axe.\n\n## Weather\n\nStorms arrive from the west in the afternoon.\n',
+    });
+    expect(guide.statusCode, guide.body).toBe(201);
+    expect((await settledDocument(t, erin, guide.json().id)).status).toBe('processed');
+    // The same words in another workspace are never quoted to erin, nor erin's to frank.
+    const other = await upload(t, frank, {
+      name: 'other.md',
+      content: '# Frank’s secret crevasse notes\n\nCrevasse pulley anchor axe, frank-only text.\n',
+    });
+    expect((await settledDocument(t, frank, other.json().id)).status).toBe('processed');
+
+    const calls = llm.modelRequests().length;
+    const events = await (await chat(erin, { message: 'How do I rescue someone from a crevasse?' })).done;
+    expect(events.map((e) => e.event)).toEqual(['start', 'delta', 'citation', 'done']);
+    const text = events[1]?.data.text as string;
+    expect(text).toContain('No model provider is configured for this workspace');
+    expect(text).toContain('[1] Glacier field guide › Crevasse rescue');
+    expect(text).toContain('A pulley system lifts a climber out of a crevasse');
+    expect(text).not.toContain('frank-only');
+    expect(events[2]?.data).toMatchObject({
+      index: 1,
+      document_id: guide.json().id,
+      title: 'Glacier field guide',
+      heading_path: ['Glacier field guide', 'Crevasse rescue'],
+    });
+    expect(events[3]?.data).toMatchObject({ provider: 'local', model: 'echo', cost: 0 });
+    expect(llm.modelRequests()).toHaveLength(calls);
+
+    const history = await t.call(erin, 'GET', `/api/chat/conversations/${events[0]?.data.conversation_id}`);
+    const [question, answer] = history.json().messages;
+    expect(question.citations).toEqual([]);
+    expect(answer.content).toBe(text);
+    expect(answer.citations).toEqual([events[2]?.data]);
+
+    const nothing = await (await chat(erin, { message: 'zyxwvut qqqq' })).done;
+    expect(nothing.map((e) => e.event)).toEqual(['start', 'delta', 'done']);
+    expect(nothing[1]?.data.text).toContain("Nothing in this workspace's knowledge matches your message.");
+    expect(nothing[1]?.data.text).toContain('user: zyxwvut qqqq');
   });
 
   it('gives an agent without a model the workspace default, with its system prompt', async () => {

@@ -27,6 +27,18 @@ export const UsageSchema = Type.Object({
 });
 export type Usage = Static<typeof UsageSchema>;
 
+/** A passage of the workspace's knowledge that an answer quotes, numbered as the answer cites it. */
+export const CitationSchema = Type.Object({
+  index: Type.Integer({ minimum: 1, description: 'the number the answer cites it by, `[1]`' }),
+  document_id: Type.String({ format: 'uuid' }),
+  title: Type.String(),
+  source: Type.String({ description: 'the name of the knowledge source' }),
+  heading_path: Type.Array(Type.String(), { description: 'the headings the passage sits under' }),
+  score: Type.Number({ description: 'the search score (scale per mode)' }),
+  passage: Type.String({ description: 'the quoted text, cut to 600 characters' }),
+});
+export type Citation = Static<typeof CitationSchema>;
+
 /** A chat thread of one user in one workspace, optionally with one agent. */
 export const conversations = pgTable(
   'conversations',
@@ -65,6 +77,7 @@ export const messages = pgTable(
     role: varchar('role', { length: 20 }).$type<MessageRole>().notNull(),
     content: text('content').notNull(),
     tool_calls: jsonb('tool_calls').$type<ToolCallRecord[]>().notNull().default([]),
+    citations: jsonb('citations').$type<Citation[]>().notNull().default([]),
     usage: jsonb('usage').$type<Usage>(),
     cost: doublePrecision('cost'),
     latency_ms: integer('latency_ms'),

@@ -20,7 +20,7 @@ export type ToolCallRecord = MessageRow['tool_calls'][number];
 export type NewMessage = Omit<typeof messages.$inferInsert, 'id' | 'created_at'>;
 export type MessageOutcome = Pick<
   NewMessage,
-  'content' | 'tool_calls' | 'usage' | 'cost' | 'latency_ms' | 'provider' | 'model' | 'error'
+  'content' | 'tool_calls' | 'citations' | 'usage' | 'cost' | 'latency_ms' | 'provider' | 'model' | 'error'
 >;
 
 /** Whose conversations: a conversation belongs to a workspace and to the user who started it. */

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { MessageRoleSchema, UsageSchema } from '../../db/schema/chat.ts';
+import { CitationSchema, MessageRoleSchema, UsageSchema } from '../../db/schema/chat.ts';
 import { ToolCallRecordSchema } from '../../db/schema/runs.ts';
 import { Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
 
@@ -39,6 +39,9 @@ export const MessageSchema = Type.Object({
   role: MessageRoleSchema,
   content: Type.String(),
   tool_calls: Type.Array(ToolCallRecordSchema),
+  citations: Type.Array(CitationSchema, {
+    description: 'the knowledge passages the answer quotes, as its `citation` events gave them',
+  }),
   usage: Nullable(UsageSchema),
   cost: Nullable(
     Type.Number({ description: 'in the workspace’s price unit; 0 when the model has no price' }),
@@ -74,6 +77,6 @@ export const ConversationDetail = Type.Object({
 /** The documented shape of the answer stream (written by `http/sse.ts`, not serialised by this schema). */
 export const ChatStreamResponse = {
   description:
-    'Server-Sent Events, ids counting from 1: `start` {conversation_id, message_id}, `delta` {text}, `tool_call` {id, name, input}, `tool_result` {id, name, output, error?}, `citation` (emitted by knowledge search, none yet), then `done` {message_id, usage: {input_tokens, output_tokens}, cost, latency_ms, provider, model, fallbacks} or `error` {code, message}; a `: heartbeat` comment every 15 s.',
+    'Server-Sent Events, ids counting from 1: `start` {conversation_id, message_id}, `delta` {text}, `tool_call` {id, name, input}, `tool_result` {id, name, output, error?}, `citation` {index, document_id, title, source, heading_path, score, passage} (a knowledge passage the answer quotes as `[index]`), then `done` {message_id, usage: {input_tokens, output_tokens}, cost, latency_ms, provider, model, fallbacks} or `error` {code, message}; a `: heartbeat` comment every 15 s.',
   content: { 'text/event-stream': { schema: Type.String() } },
 };

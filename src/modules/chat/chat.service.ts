@@ -1,4 +1,5 @@
 import type { Caller } from '../../caller.ts';
+import type { Citation } from '../../db/schema/chat.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, notFound } from '../../errors.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
@@ -87,6 +88,7 @@ export function createChatService(deps: ChatDependencies) {
           ...(agent?.system_prompt ? { system: agent.system_prompt } : {}),
           messages: [...memory, { role: 'user', content: input.message }],
           ...(agent && agent.tools.length > 0 ? { tools: agent.tools } : {}),
+          answerFromKnowledge: true,
           signal,
         })
         [Symbol.asyncIterator]();
@@ -123,6 +125,7 @@ export function createChatService(deps: ChatDependencies) {
       });
       let text = '';
       const toolCalls: ToolCallRecord[] = [];
+      const citations: Citation[] = [];
       let settled = false;
       const settle = async (outcome: Parameters<typeof repo.completeMessage>[2]) => {
         settled = true;
@@ -161,6 +164,10 @@ export function createChatService(deps: ChatDependencies) {
               });
               break;
             }
+            case 'citation':
+              citations.push(item.citation);
+              yield event('citation', item.citation);
+              break;
             case 'finish':
               finish = item;
               break;
@@ -171,6 +178,7 @@ export function createChatService(deps: ChatDependencies) {
         await settle({
           content: finish.text,
           tool_calls: toolCalls,
+          citations,
           usage: finish.usage,
           cost: finish.cost,
           latency_ms: finish.latency_ms,
@@ -194,13 +202,18 @@ export function createChatService(deps: ChatDependencies) {
             : error instanceof AppError
               ? `${error.code}: ${error.message}`
               : 'internal_error: the answer failed';
-          await settle({ content: text, tool_calls: toolCalls, error: reason });
+          await settle({ content: text, tool_calls: toolCalls, citations, error: reason });
         }
         throw error;
       } finally {
         // Reached without an outcome when the stream's reader stopped early (the client left).
         if (!settled)
-          await settle({ content: text, tool_calls: toolCalls, error: 'aborted: the client disconnected' });
+          await settle({
+            content: text,
+            tool_calls: toolCalls,
+            citations,
+            error: 'aborted: the client disconnected',
+          });
         await turn.return?.();
       }
     },

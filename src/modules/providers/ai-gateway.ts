@@ -19,7 +19,7 @@ import type { ComponentHealth } from '../../lifecycle.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import type { ToolsService } from '../tools/tools.service.ts';
-import { estimateTokens, LOCAL_PROVIDER, streamLocalTurn } from './local-provider.ts';
+import { estimateTokens, LOCAL_PROVIDER, type LocalKnowledge, streamLocalTurn } from './local-provider.ts';
 import type { EmbedRequest, ModelEvent, ModelGateway, ModelRequest } from './model-gateway.ts';
 import { KEY_FIELDS } from './providers.service.ts';
 
@@ -49,6 +49,8 @@ export interface ModelGatewayDependencies {
   credentials: Pick<CredentialsService, 'access'>;
   tools: Pick<ToolsService, 'bind'>;
   addressPolicy(workspaceId: string): Promise<AddressPolicy>;
+  /** What the built-in `local` provider quotes when asked to answer from knowledge. */
+  knowledge?: LocalKnowledge;
   /** The clock of the health cache (tests move it). */
   now?: () => number;
 }
@@ -313,7 +315,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
           )
         : undefined;
     if (settings.providers.length === 0) {
-      yield* streamLocalTurn(request);
+      yield* streamLocalTurn(request, deps.knowledge);
       return;
     }
 
@@ -321,7 +323,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     let onlyTimeouts = true;
     for (const ref of modelChain(settings, request.model)) {
       if (ref.provider === LOCAL_PROVIDER.provider) {
-        for await (const event of streamLocalTurn(request)) {
+        for await (const event of streamLocalTurn(request, deps.knowledge)) {
           yield event.type === 'finish'
             ? { ...event, fallbacks, latency_ms: Math.round(now() - started) }
             : event;

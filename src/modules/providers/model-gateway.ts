@@ -1,5 +1,5 @@
 import type { ModelRef, ToolRef } from '../../db/schema/agents.ts';
-import type { Usage } from '../../db/schema/chat.ts';
+import type { Citation, Usage } from '../../db/schema/chat.ts';
 import type { Component } from '../../lifecycle.ts';
 
 /** One message of the conversation a model sees. */
@@ -22,6 +22,12 @@ export interface ModelRequest {
   tools?: ToolRef[];
   /** Aborts the provider call in flight (client disconnect, cancel, run timeout). */
   signal: AbortSignal;
+  /**
+   * When no model is configured, the built-in `local` provider answers with the best passages
+   * of the workspace's knowledge for the last message, cited, instead of echoing the prompt
+   * (chat asks for this; a run step wants to see the prompt it would have sent).
+   */
+  answerFromKnowledge?: boolean;
 }
 
 /** What a model turn streams, in order; `finish` comes last exactly once. */
@@ -29,6 +35,7 @@ export type ModelEvent =
   | { type: 'delta'; text: string }
   | { type: 'tool_call'; id: string; name: string; input: unknown }
   | { type: 'tool_result'; id: string; name: string; output: unknown; error?: string }
+  | { type: 'citation'; citation: Citation }
   | {
       type: 'finish';
       /** The whole answer text. */
