@@ -22,6 +22,7 @@ import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
+import { playbooksRoutes } from './modules/playbooks/playbooks.routes.ts';
 import { providersRoutes } from './modules/providers/providers.routes.ts';
 import { retrievalRoutes } from './modules/retrieval/retrieval.routes.ts';
 import { runsRoutes } from './modules/runs/runs.routes.ts';
@@ -109,6 +110,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
         platformAdmins: new Set(config.platformAdmins),
       });
       await api.register(chatRoutes, { chat: services.chat });
+      await api.register(playbooksRoutes, { playbooks: services.playbooks });
       await api.register(providersRoutes, { providers: services.providers });
       await api.register(toolsRoutes, { tools: services.tools });
       await api.register(retrievalRoutes, { retrieval: services.retrieval });

@@ -32,6 +32,8 @@ export const ERROR_CODES = {
   codegraph_project_not_found: 404,
   source_not_found: 404,
   document_not_found: 404,
+  playbook_not_found: 404,
+  tenant_not_found: 404,
   request_timeout: 408,
   member_exists: 409,
   last_owner: 409,
@@ -43,6 +45,7 @@ export const ERROR_CODES = {
   sources_root_not_configured: 409,
   duplicate_source: 409,
   source_indexing: 409,
+  playbook_agents_missing: 409,
   idempotency_key_reused: 422,
   archive_invalid: 422,
   archive_unsafe: 422,
@@ -118,6 +121,8 @@ const NOT_FOUND = {
   'code project': 'codegraph_project_not_found',
   source: 'source_not_found',
   document: 'document_not_found',
+  playbook: 'playbook_not_found',
+  tenant: 'tenant_not_found',
 } as const satisfies Record<string, ErrorCode>;
 
 /** 404 for a resource that does not exist in the caller's workspace (or in any). */

@@ -44,11 +44,13 @@ import {
   runJobId,
 } from './modules/knowledge/knowledge.jobs.ts';
 import { createKnowledgeService } from './modules/knowledge/knowledge.service.ts';
+import { createPlaybooksService } from './modules/playbooks/playbooks.service.ts';
 import { createModelGateway } from './modules/providers/ai-gateway.ts';
 import { createProvidersService } from './modules/providers/providers.service.ts';
 import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
 import { createRunEngine } from './modules/runs/run-engine.ts';
 import { createRunLog } from './modules/runs/run-log.ts';
+import { renderGoal } from './modules/runs/run-state.ts';
 import { createRunRecovery, executeRunJob, RUN_EXECUTE } from './modules/runs/runs.jobs.ts';
 import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
@@ -143,6 +145,7 @@ export async function createServices(config: Config, database: Database, options
     agents: { lockExisting: agents.lockExisting },
     activity: { record: activity.record },
   });
+  const workspaces = createWorkspacesService(db);
   const modelGateway = createModelGateway({
     settings,
     credentials,
@@ -260,7 +263,7 @@ export async function createServices(config: Config, database: Database, options
     devKey,
     devJwks,
     verifyToken: createTokenVerifier(config.auth, devJwks),
-    workspaces: createWorkspacesService(db),
+    workspaces,
     eventHub,
     activity,
     agents,
@@ -280,6 +283,14 @@ export async function createServices(config: Config, database: Database, options
     modelGateway,
     retrieval,
     chat: createChatService({ db, gateway: modelGateway, agents }),
+    playbooks: createPlaybooksService({
+      db,
+      activity: { record: activity.record },
+      workflows,
+      runs,
+      workspacesOf: (userId) => workspaces.listMine(userId),
+      missingInputs: (goal, inputs) => renderGoal(goal, inputs).missing,
+    }),
     codegraph,
     knowledge,
     indexer,

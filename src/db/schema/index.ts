@@ -8,6 +8,7 @@ export * from './chat.ts';
 export * from './codegraph.ts';
 export * from './credentials.ts';
 export * from './knowledge.ts';
+export * from './playbooks.ts';
 export * from './retrieval.ts';
 export * from './runs.ts';
 export * from './settings.ts';

@@ -4,6 +4,7 @@ import { type Static, Type } from 'typebox';
 import { StringEnum } from '../../lib/typebox.ts';
 import type { ToolRef } from './agents.ts';
 import { createdAt, updatedAt } from './columns.ts';
+import { playbooks } from './playbooks.ts';
 import { workspaces } from './workspaces.ts';
 
 /**
@@ -52,6 +53,8 @@ export const workflows = pgTable(
     context_template: jsonb('context_template').$type<Record<string, unknown>>().notNull().default({}),
     status: varchar('status', { length: 20 }).$type<WorkflowStatus>().notNull().default('Draft'),
     is_template: boolean('is_template').notNull().default(false),
+    /** The playbook this workflow was promoted from: its runs count as the playbook's uses. */
+    playbook_id: uuid('playbook_id').references(() => playbooks.id, { onDelete: 'set null' }),
     tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
     created_by: varchar('created_by', { length: 255 }),
     created_at: createdAt(),
@@ -65,5 +68,6 @@ export const workflows = pgTable(
     ),
     index('workflows_tags_idx').using('gin', t.tags),
     index('workflows_agents_idx').using('gin', t.agents),
+    index('workflows_playbook_idx').on(t.playbook_id).where(sql`${t.playbook_id} is not null`),
   ],
 );

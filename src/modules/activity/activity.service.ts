@@ -26,6 +26,7 @@ export type ActivitySubjectType =
   | 'document'
   | 'codegraph_project'
   | 'source'
+  | 'playbook'
   | 'settings'
   | 'system';
 

@@ -17,6 +17,7 @@ export type ConversationRow = typeof conversations.$inferSelect;
 export type MessageRow = typeof messages.$inferSelect;
 /** A tool call of an answer, with its input and output (the runs' record shape). */
 export type ToolCallRecord = MessageRow['tool_calls'][number];
+export type Citation = MessageRow['citations'][number];
 export type NewMessage = Omit<typeof messages.$inferInsert, 'id' | 'created_at'>;
 export type MessageOutcome = Pick<
   NewMessage,

@@ -1,10 +1,14 @@
 import type { Caller } from '../../caller.ts';
-import type { Citation } from '../../db/schema/chat.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, notFound } from '../../errors.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
 import type { ModelEvent, ModelGateway } from '../providers/providers.service.ts';
-import { createChatRepository, type MessageRow, type ToolCallRecord } from './chat.repository.ts';
+import {
+  type Citation,
+  createChatRepository,
+  type MessageRow,
+  type ToolCallRecord,
+} from './chat.repository.ts';
 import { DEFAULT_HISTORY_TOKEN_BUDGET, selectMemory } from './chat-memory.ts';
 
 /** Characters of the first message a new conversation's title keeps. */

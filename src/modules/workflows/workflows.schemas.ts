@@ -25,6 +25,7 @@ export const WorkflowSchema = Type.Object({
   workspace_id: Uuid(),
   ...fields,
   execution_policy: ExecutionPolicySchema,
+  playbook_id: Type.Union([Uuid(), Type.Null()], { description: 'the playbook it was promoted from' }),
   created_by: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp(),
   updated_at: Timestamp(),

@@ -1,0 +1,114 @@
+import { sql } from 'drizzle-orm';
+import {
+  boolean,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+  varchar,
+} from 'drizzle-orm/pg-core';
+import { type Static, Type } from 'typebox';
+import { StringEnum } from '../../lib/typebox.ts';
+import { createdAt, updatedAt } from './columns.ts';
+import { workspaces } from './workspaces.ts';
+
+/** The spec's six categories (section 2.4); `modules/playbooks/categories.ts` assigns them. */
+export const PLAYBOOK_CATEGORIES = [
+  'Security & Compliance',
+  'Code Review & Quality',
+  'Data Analysis',
+  'Infrastructure & DevOps',
+  'Documentation',
+  'Testing & QA',
+] as const;
+export type PlaybookCategory = (typeof PLAYBOOK_CATEGORIES)[number];
+
+export const CategorySchema = StringEnum(PLAYBOOK_CATEGORIES, { description: 'the category badge' });
+
+export const CategoryVoteSchema = Type.Object({
+  category: CategorySchema,
+  score: Type.Number(),
+  because: Type.Array(Type.String(), {
+    description: 'the words that voted, as `<origin>:<word>` (origin tool, agent, context or goal)',
+  }),
+});
+
+export const QualityPartsSchema = Type.Object(
+  {
+    reliability: Type.Number({ description: 'Wilson lower bound (95 %) of the success rate' }),
+    evidence: Type.Number({ description: '1 - exp(-support / 25)' }),
+    lift: Type.Number({
+      description: 'success gained over the workspace: (rate - base) / (1 - base), at least 0',
+    }),
+    cost: Type.Number({ description: 'workspace average cost / (that + the pattern’s); 0.5 when equal' }),
+    speed: Type.Number({ description: 'the same for duration' }),
+  },
+  {
+    description:
+      'each in [0, 1]; the score is 0.45 reliability + 0.15 evidence + 0.2 lift + 0.1 cost + 0.1 speed',
+  },
+);
+export type QualityPartsRecord = Static<typeof QualityPartsSchema>;
+
+export const ContextPatternSchema = Type.Object({
+  context_fields: Type.Array(Type.String(), { description: 'context fields the pattern’s runs had' }),
+  required_inputs: Type.Array(Type.String(), { description: 'goal inputs the pattern’s runs filled' }),
+  configuration: Type.Record(Type.String(), Type.String(), {
+    description: 'common configuration: mode, errors (error handling), timeout (short, standard, long)',
+  }),
+});
+export type ContextPattern = Static<typeof ContextPatternSchema>;
+
+/**
+ * A pattern mined from a workspace's successful runs. `pattern_key` (a digest of its agents
+ * and tools) is its identity: mining again updates the row instead of adding a duplicate,
+ * and keeps what a user edited (`*_edited`).
+ */
+export const playbooks = pgTable(
+  'playbooks',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    workspace_id: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    pattern_key: varchar('pattern_key', { length: 64 }).notNull(),
+    name: varchar('name', { length: 255 }).notNull(),
+    name_edited: boolean('name_edited').notNull().default(false),
+    description: text('description').notNull(),
+    description_edited: boolean('description_edited').notNull().default(false),
+    category: varchar('category', { length: 50 }).$type<PlaybookCategory>(),
+    category_edited: boolean('category_edited').notNull().default(false),
+    category_votes: jsonb('category_votes')
+      .$type<Static<typeof CategoryVoteSchema>[]>()
+      .notNull()
+      .default([]),
+    items: text('items').array().notNull(),
+    agent_pattern: text('agent_pattern').array().notNull(),
+    tool_pattern: text('tool_pattern').array().notNull().default(sql`'{}'::text[]`),
+    context_pattern: jsonb('context_pattern').$type<ContextPattern>().notNull(),
+    goal_template: text('goal_template').notNull(),
+    support: integer('support').notNull(),
+    matching_runs: integer('matching_runs').notNull(),
+    confidence: doublePrecision('confidence').notNull(),
+    lift: doublePrecision('lift').notNull(),
+    avg_duration_ms: integer('avg_duration_ms').notNull(),
+    avg_cost: doublePrecision('avg_cost').notNull(),
+    quality_score: doublePrecision('quality_score').notNull(),
+    quality_parts: jsonb('quality_parts').$type<QualityPartsRecord>().notNull(),
+    example_run_ids: uuid('example_run_ids').array().notNull(),
+    mined_at: timestamp('mined_at', { withTimezone: true, mode: 'date' }).notNull(),
+    archived_at: timestamp('archived_at', { withTimezone: true, mode: 'date' }),
+    created_at: createdAt(),
+    updated_at: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex('playbooks_workspace_pattern_idx').on(t.workspace_id, t.pattern_key),
+    index('playbooks_workspace_quality_idx').on(t.workspace_id, t.quality_score.desc(), t.id),
+  ],
+);
+export type PlaybookRow = typeof playbooks.$inferSelect;

@@ -1,0 +1,238 @@
+import { and, desc, eq, getTableColumns, inArray, isNull, type SQL, sql } from 'drizzle-orm';
+import { type PlaybookRow, playbooks } from '../../db/schema/playbooks.ts';
+import type { Db } from '../../db/transaction.ts';
+
+/** The spec's confidence bands, as a filter. */
+export type ConfidenceBandFilter = 'high' | 'medium' | 'low';
+
+/** A finished run as mining reads it (input names only, never their values). */
+export interface FinishedRun {
+  id: string;
+  succeeded: boolean;
+  agents_used: string[];
+  tools_used: string[];
+  context_fields: string[];
+  inputs: string[];
+  mode: string;
+  error_handling: string;
+  timeout_seconds: number;
+  goal: string;
+  duration_ms: number | null;
+  cost: number;
+}
+
+/** What mining stores of a pattern: the row without its ids, edits, archive state and times. */
+export type MinedPlaybook = Omit<
+  typeof playbooks.$inferInsert,
+  | 'id'
+  | 'workspace_id'
+  | 'mined_at'
+  | 'name_edited'
+  | 'description_edited'
+  | 'category_edited'
+  | 'archived_at'
+  | 'created_at'
+  | 'updated_at'
+>;
+
+export interface PlaybookFilter {
+  category?: string;
+  confidence?: ConfidenceBandFilter;
+  include_archived?: boolean;
+  limit: number;
+  offset: number;
+}
+
+/** Finished runs mined at most per request (the newest): bounds the memory of one mine. */
+export const MAX_MINED_RUNS = 1_000_000;
+
+const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
+
+/**
+ * A playbook as read: the row and its usage count, the runs of workflows promoted from it
+ * (derived on read, so it is never out of step with the runs).
+ */
+const withUsage = {
+  ...getTableColumns(playbooks),
+  usage_count: sql<number>`(select count(*)::int from runs r join workflows w on w.id = r.workflow_id
+    where w.playbook_id = ${playbooks.id} and w.workspace_id = ${playbooks.workspace_id})`.mapWith(Number),
+};
+export type PlaybookRecord = PlaybookRow & { usage_count: number };
+
+/** Data access for playbooks, and the one read of runs that mining does. */
+export function createPlaybooksRepository(db: Db) {
+  const bandCondition = (band: ConfidenceBandFilter): SQL => {
+    if (band === 'high') return sql`${playbooks.confidence} > 0.9`;
+    if (band === 'medium') return sql`${playbooks.confidence} >= 0.7 and ${playbooks.confidence} <= 0.9`;
+    return sql`${playbooks.confidence} < 0.7`;
+  };
+
+  return {
+    /**
+     * Runs of `workspaceIds` that finished (Completed or Failed; Cancelled ones say nothing of
+     * success) in [from, to), newest first, as mining reads them: input names, never values.
+     */
+    async finishedRuns(workspaceIds: string[], from: Date, to: Date): Promise<FinishedRun[]> {
+      const rows = rowsOf<{
+        id: string;
+        status: string;
+        agents_used: string[];
+        tools_used: string[];
+        context_fields: string[];
+        inputs: string[];
+        mode: string | null;
+        error_handling: string | null;
+        timeout_seconds: number | null;
+        goal: string | null;
+        duration_ms: number | null;
+        cost: number;
+      }>(
+        await db.execute(sql`select id, status, agents_used, tools_used, context_fields,
+            array(select k from jsonb_each_text(inputs) e(k, v) where v <> '' order by k) as inputs,
+            plan->'execution_policy'->>'mode' as mode,
+            plan->'execution_policy'->>'error_handling' as error_handling,
+            (plan->'execution_policy'->>'timeout_seconds')::int as timeout_seconds,
+            plan->>'goal' as goal, duration_ms, cost
+          from runs
+          where workspace_id in (${sql.join(
+            workspaceIds.map((id) => sql`${id}::uuid`),
+            sql`, `,
+          )})
+            and status in ('Completed', 'Failed')
+            and finished_at >= ${from.toISOString()}::timestamptz and finished_at < ${to.toISOString()}::timestamptz
+          order by finished_at desc, id
+          limit ${MAX_MINED_RUNS}`),
+      );
+      return rows.map((row) => ({
+        id: row.id,
+        succeeded: row.status === 'Completed',
+        agents_used: row.agents_used,
+        tools_used: row.tools_used,
+        context_fields: row.context_fields,
+        inputs: row.inputs,
+        mode: row.mode ?? 'sequential',
+        error_handling: row.error_handling ?? 'stop',
+        timeout_seconds: Number(row.timeout_seconds ?? 900),
+        goal: row.goal ?? '',
+        duration_ms: row.duration_ms === null ? null : Number(row.duration_ms),
+        cost: Number(row.cost),
+      }));
+    },
+
+    /**
+     * Stores mined patterns in the workspace: a pattern already there (same key) is updated,
+     * keeping its edited name, description and category, its usage count and whether it is
+     * archived. Answers the stored rows in the patterns' order.
+     */
+    async upsert(workspaceId: string, patterns: MinedPlaybook[], minedAt: Date): Promise<PlaybookRecord[]> {
+      if (patterns.length === 0) return [];
+      const rows = await db
+        .insert(playbooks)
+        .values(patterns.map((pattern) => ({ ...pattern, workspace_id: workspaceId, mined_at: minedAt })))
+        .onConflictDoUpdate({
+          target: [playbooks.workspace_id, playbooks.pattern_key],
+          set: {
+            name: sql`case when ${playbooks.name_edited} then ${playbooks.name} else excluded.name end`,
+            description: sql`case when ${playbooks.description_edited} then ${playbooks.description} else excluded.description end`,
+            category: sql`case when ${playbooks.category_edited} then ${playbooks.category} else excluded.category end`,
+            category_votes: sql`excluded.category_votes`,
+            items: sql`excluded.items`,
+            agent_pattern: sql`excluded.agent_pattern`,
+            tool_pattern: sql`excluded.tool_pattern`,
+            context_pattern: sql`excluded.context_pattern`,
+            goal_template: sql`excluded.goal_template`,
+            support: sql`excluded.support`,
+            matching_runs: sql`excluded.matching_runs`,
+            confidence: sql`excluded.confidence`,
+            lift: sql`excluded.lift`,
+            avg_duration_ms: sql`excluded.avg_duration_ms`,
+            avg_cost: sql`excluded.avg_cost`,
+            quality_score: sql`excluded.quality_score`,
+            quality_parts: sql`excluded.quality_parts`,
+            example_run_ids: sql`excluded.example_run_ids`,
+            mined_at: sql`excluded.mined_at`,
+            updated_at: sql`now()`,
+          },
+        })
+        .returning({ id: playbooks.id });
+      const stored = await db
+        .select(withUsage)
+        .from(playbooks)
+        .where(
+          and(
+            eq(playbooks.workspace_id, workspaceId),
+            inArray(
+              playbooks.id,
+              rows.map((row) => row.id),
+            ),
+          ),
+        );
+      const byKey = new Map(stored.map((row) => [row.pattern_key, row]));
+      return patterns.flatMap((pattern) => byKey.get(pattern.pattern_key) ?? []);
+    },
+
+    /** Agents of `workspaceIds` (ids, names and roles): promotion and category votes read them. */
+    async agentsOf(workspaceIds: string[]) {
+      return rowsOf<{ id: string; workspace_id: string; name: string; role: string | null }>(
+        await db.execute(sql`select id, workspace_id, name, role from agents
+          where workspace_id in (${sql.join(
+            workspaceIds.map((id) => sql`${id}::uuid`),
+            sql`, `,
+          )}) order by created_at, id`),
+      );
+    },
+
+    /** Playbooks of `workspaceIds`, best quality first, with the total for the filter. */
+    async list(workspaceIds: string[], filter: PlaybookFilter) {
+      const conditions = [inArray(playbooks.workspace_id, workspaceIds)];
+      if (!filter.include_archived) conditions.push(isNull(playbooks.archived_at));
+      if (filter.category)
+        conditions.push(eq(playbooks.category, filter.category as PlaybookRow['category'] & string));
+      if (filter.confidence) conditions.push(bandCondition(filter.confidence));
+      const where = and(...conditions);
+      const [items, counted] = await Promise.all([
+        db
+          .select(withUsage)
+          .from(playbooks)
+          .where(where)
+          .orderBy(desc(playbooks.quality_score), playbooks.id)
+          .limit(filter.limit)
+          .offset(filter.offset),
+        db.select({ total: sql<number>`count(*)::int` }).from(playbooks).where(where),
+      ]);
+      return { items, total: Number(counted[0]?.total ?? 0), limit: filter.limit, offset: filter.offset };
+    },
+
+    async find(workspaceId: string, id: string): Promise<PlaybookRecord | undefined> {
+      const [row] = await db
+        .select(withUsage)
+        .from(playbooks)
+        .where(and(eq(playbooks.workspace_id, workspaceId), eq(playbooks.id, id)));
+      return row;
+    },
+
+    async update(
+      workspaceId: string,
+      id: string,
+      changes: Partial<
+        Pick<
+          PlaybookRow,
+          | 'name'
+          | 'name_edited'
+          | 'description'
+          | 'description_edited'
+          | 'category'
+          | 'category_edited'
+          | 'archived_at'
+        >
+      >,
+    ): Promise<PlaybookRecord | undefined> {
+      const [row] = await db
+        .update(playbooks)
+        .set({ ...changes, updated_at: sql`now()` })
+        .where(and(eq(playbooks.workspace_id, workspaceId), eq(playbooks.id, id)))
+        .returning({ id: playbooks.id });
+      return row ? this.find(workspaceId, row.id) : undefined;
+    },
+  };
+}

@@ -1,0 +1,127 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { IdParams } from '../../http/schemas.ts';
+import {
+  ListPlaybooksQuery,
+  MineBody,
+  MineResult,
+  PlaybookPage,
+  PlaybookSchema,
+  PromoteBody,
+  PromoteResult,
+  UpdatePlaybookBody,
+} from './playbooks.schemas.ts';
+import type { PlaybooksService } from './playbooks.service.ts';
+
+const tags = ['Playbooks'];
+
+/** Playbooks: mining, the records, promotion to workflows. */
+export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksService }> = async (
+  app,
+  { playbooks },
+) => {
+  app.get(
+    '/playbooks',
+    {
+      schema: {
+        tags,
+        summary: 'List playbooks',
+        description:
+          'Playbooks of the current workspace (or of every workspace of `tenant_id` you belong to), best quality first. Archived ones are hidden unless `include_archived`. Filters: category, confidence band (high > 90 %, medium 70–90 %, low < 70 %).',
+        querystring: ListPlaybooksQuery,
+        response: { 200: PlaybookPage },
+      },
+    },
+    async (request) => playbooks.list(request.caller, request.query),
+  );
+
+  app.post(
+    '/playbooks/mine',
+    {
+      schema: {
+        tags,
+        summary: 'Mine playbooks',
+        description:
+          'Mines closed frequent patterns (FP-Growth) of the finished runs in the window, keeps those with at least `min_support` successful runs and `min_confidence` = P(success | pattern), merges near-duplicates (same agents and tools), scores them and stores the best `top_k` in the current workspace (a pattern mined before is updated, keeping your edits). Deterministic; no model is called.',
+        body: MineBody,
+        response: { 200: MineResult },
+      },
+    },
+    async (request) => {
+      const aborted = new AbortController();
+      const onClose = () => {
+        if (!request.raw.complete || request.raw.destroyed) aborted.abort(new Error('the client went away'));
+      };
+      request.raw.socket?.once('close', onClose);
+      try {
+        return await playbooks.mine(request.caller, request.body, aborted.signal);
+      } finally {
+        request.raw.socket?.off('close', onClose);
+      }
+    },
+  );
+
+  app.post(
+    '/playbooks/promote',
+    {
+      schema: {
+        tags,
+        summary: 'Promote a playbook to a workflow',
+        description:
+          'Creates a workflow from the playbook: its agents (this workspace’s agents of those names, in the usual order), tools, goal template, execution policy (timeout 15 minutes) and context template. `create_and_execute` also starts a run (202, with `Location` of the run); `save_as_template` marks the workflow as a template.',
+        body: PromoteBody,
+        response: { 201: PromoteResult, 202: PromoteResult },
+      },
+    },
+    async (request, reply) => {
+      const result = await playbooks.promote(request.caller, request.body);
+      if (result.run) {
+        return reply.status(202).header('Location', `/api/runs/${result.run.id}`).send(result);
+      }
+      return reply.status(201).header('Location', `/api/workflows/${result.workflow.id}`).send(result);
+    },
+  );
+
+  app.get(
+    '/playbooks/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get a playbook',
+        params: IdParams,
+        response: { 200: PlaybookSchema },
+      },
+    },
+    async (request) => playbooks.get(request.caller, request.params.id),
+  );
+
+  app.put(
+    '/playbooks/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Edit a playbook',
+        description: 'Name, description or category; later mining keeps what you set.',
+        params: IdParams,
+        body: UpdatePlaybookBody,
+        response: { 200: PlaybookSchema },
+      },
+    },
+    async (request) => playbooks.update(request.caller, request.params.id, request.body),
+  );
+
+  app.post(
+    '/playbooks/:id/archive',
+    {
+      schema: { tags, summary: 'Archive a playbook', params: IdParams, response: { 200: PlaybookSchema } },
+    },
+    async (request) => playbooks.archive(request.caller, request.params.id),
+  );
+
+  app.post(
+    '/playbooks/:id/unarchive',
+    {
+      schema: { tags, summary: 'Unarchive a playbook', params: IdParams, response: { 200: PlaybookSchema } },
+    },
+    async (request) => playbooks.unarchive(request.caller, request.params.id),
+  );
+};

@@ -1,0 +1,327 @@
+import type { Caller } from '../../caller.ts';
+import { type Db, inTransaction } from '../../db/transaction.ts';
+import { AppError, invalidFields, notFound } from '../../errors.ts';
+import type { ActivityInput, ActivityService } from '../activity/activity.service.ts';
+import type { RunsService } from '../runs/runs.service.ts';
+import type { WorkflowsService } from '../workflows/workflows.service.ts';
+import type { Category } from './categories.ts';
+import { type MinedPattern, minePatterns } from './mine-patterns.ts';
+import {
+  createPlaybooksRepository,
+  type MinedPlaybook,
+  type PlaybookFilter,
+  type PlaybookRecord,
+} from './playbooks.repository.ts';
+import { confidenceBand } from './scoring.ts';
+import { normaliseName } from './transactions.ts';
+
+type Who = Pick<Caller, 'userId' | 'workspaceId' | 'tenantId' | 'role'>;
+
+export type TimeRange =
+  | 'last_7_days'
+  | 'last_30_days'
+  | 'last_90_days'
+  | { from: string | Date; to?: string | Date };
+
+export interface MineInput {
+  tenant_id?: string;
+  min_support: number;
+  min_confidence: number;
+  top_k: number;
+  time_range?: TimeRange;
+  categories?: Category[];
+}
+
+export interface PromoteInput {
+  playbook_id: string;
+  name?: string;
+  option: 'create_only' | 'create_and_execute' | 'save_as_template';
+  inputs?: Record<string, string>;
+}
+
+export interface PlaybooksDependencies {
+  db: Db;
+  activity: Pick<ActivityService, 'record'>;
+  workflows: Pick<WorkflowsService, 'create'>;
+  runs: Pick<RunsService, 'start'>;
+  /** The goal inputs a template needs that `inputs` lacks (the runs module's rule). */
+  missingInputs(goal: string, inputs: Record<string, string>): string[];
+  /** The caller's workspaces with their tenants (tenant-wide scope). */
+  workspacesOf(userId: string): Promise<Array<{ id: string; tenant: { id: string } }>>;
+  now?: () => Date;
+}
+
+const DAY_MS = 86_400_000;
+const RANGE_DAYS = { last_7_days: 7, last_30_days: 30, last_90_days: 90 } as const;
+/** A promoted workflow's run timeout: the spec's 15 minutes. */
+export const PROMOTED_TIMEOUT_SECONDS = 900;
+
+/** The playbook as the API shows it. */
+export function present(row: PlaybookRecord) {
+  const { pattern_key: _key, name_edited: _n, description_edited: _d, category_edited: _c, ...rest } = row;
+  return {
+    ...rest,
+    confidence_percent: Math.round(row.confidence * 100),
+    confidence_band: confidenceBand(row.confidence),
+    success_rate: row.confidence,
+    archived: row.archived_at !== null,
+  };
+}
+
+/** A mined pattern as its row stores it. */
+const toStored = (pattern: MinedPattern): MinedPlaybook => ({
+  pattern_key: pattern.key,
+  name: pattern.name,
+  description: pattern.description,
+  category: pattern.category,
+  category_votes: pattern.categoryVotes,
+  items: pattern.items,
+  agent_pattern: pattern.agents,
+  tool_pattern: pattern.tools,
+  context_pattern: {
+    context_fields: pattern.contextFields,
+    required_inputs: pattern.inputs,
+    configuration: pattern.configuration,
+  },
+  goal_template: pattern.goalTemplate,
+  support: pattern.support,
+  matching_runs: pattern.matching,
+  confidence: pattern.confidence,
+  lift: pattern.lift,
+  avg_duration_ms: pattern.averageDurationMs,
+  avg_cost: pattern.averageCost,
+  quality_score: pattern.quality,
+  quality_parts: pattern.qualityParts,
+  example_run_ids: pattern.exampleRunIds,
+});
+
+const playbookEvent = (
+  row: Pick<PlaybookRecord, 'id' | 'name' | 'workspace_id'>,
+  kind: 'playbook.promoted' | 'playbook.archived' | 'playbook.unarchived',
+  actor: string,
+  data: Record<string, unknown> = {},
+): ActivityInput => ({
+  workspaceId: row.workspace_id,
+  kind,
+  subjectType: 'playbook',
+  subjectId: row.id,
+  message: `Playbook “${row.name}” ${kind.slice('playbook.'.length)}`,
+  data: { name: row.name, ...data },
+  actor,
+});
+
+/**
+ * Playbooks: patterns mined from a workspace's successful runs (docs/playbooks.md), stored so
+ * they can be edited, archived and promoted to workflows.
+ */
+export function createPlaybooksService(deps: PlaybooksDependencies) {
+  const repo = createPlaybooksRepository(deps.db);
+  const now = deps.now ?? (() => new Date());
+
+  /** The workspaces a request reads: the current one, or the tenant's that the caller belongs to. */
+  async function scopeOf(caller: Who, tenantId: string | undefined): Promise<string[]> {
+    if (tenantId === undefined) return [caller.workspaceId];
+    const mine = await deps.workspacesOf(caller.userId);
+    const ids = mine.filter((workspace) => workspace.tenant.id === tenantId).map((workspace) => workspace.id);
+    if (ids.length === 0) throw notFound('tenant', tenantId);
+    return ids;
+  }
+
+  function windowOf(range: TimeRange | undefined): { from: Date; to: Date } {
+    const end = now();
+    if (range === undefined || typeof range === 'string') {
+      return { from: new Date(end.getTime() - RANGE_DAYS[range ?? 'last_30_days'] * DAY_MS), to: end };
+    }
+    const from = new Date(range.from);
+    const to = range.to === undefined ? end : new Date(range.to);
+    if (!(from < to)) {
+      throw new AppError(400, 'validation_failed', 'body.time_range.from must be before body.time_range.to', [
+        { field: 'body.time_range.from', message: 'must be before body.time_range.to' },
+      ]);
+    }
+    return { from, to };
+  }
+
+  async function get(caller: Who, id: string): Promise<PlaybookRecord> {
+    const row = await repo.find(caller.workspaceId, id);
+    if (!row) throw notFound('playbook', id);
+    return row;
+  }
+
+  async function setArchived(caller: Who, id: string, archived: boolean) {
+    return inTransaction(deps.db, async (tx) => {
+      const txRepo = createPlaybooksRepository(tx);
+      const current = await txRepo.find(caller.workspaceId, id);
+      if (!current) throw notFound('playbook', id);
+      if ((current.archived_at !== null) === archived) return present(current);
+      const row = (await txRepo.update(caller.workspaceId, id, {
+        archived_at: archived ? now() : null,
+      })) as PlaybookRecord;
+      await deps.activity.record(
+        tx,
+        playbookEvent(row, archived ? 'playbook.archived' : 'playbook.unarchived', caller.userId),
+      );
+      return present(row);
+    });
+  }
+
+  return {
+    /**
+     * Mines the scope's finished runs in the window and stores the best patterns in the
+     * caller's workspace (updating those already there). Aborting `signal` (the client went
+     * away) stops the mining thread.
+     */
+    async mine(caller: Who, input: MineInput, signal?: AbortSignal) {
+      const workspaceIds = await scopeOf(caller, input.tenant_id);
+      const window = windowOf(input.time_range);
+      const started = performance.now();
+      const [runs, agents] = await Promise.all([
+        repo.finishedRuns(workspaceIds, window.from, window.to),
+        repo.agentsOf(workspaceIds),
+      ]);
+      const loaded = performance.now();
+      const roles = new Map<string, string>();
+      for (const agent of agents) if (agent.role) roles.set(normaliseName(agent.name), agent.role);
+      const summary = await minePatterns(runs, {
+        minSupport: input.min_support,
+        minConfidence: input.min_confidence,
+        topK: input.top_k,
+        roles,
+        ...(input.categories ? { categories: input.categories } : {}),
+        ...(signal ? { signal } : {}),
+      });
+      const storing = performance.now();
+      const minedAt = now();
+      const stored = await inTransaction(deps.db, async (tx) => {
+        const rows = await createPlaybooksRepository(tx).upsert(
+          caller.workspaceId,
+          summary.patterns.map(toStored),
+          minedAt,
+        );
+        await deps.activity.record(tx, {
+          workspaceId: caller.workspaceId,
+          kind: 'playbook.mined',
+          subjectType: 'playbook',
+          message: `Mined ${summary.runs} runs: ${rows.length} playbook${rows.length === 1 ? '' : 's'}`,
+          data: { runs: summary.runs, playbooks: rows.length, workspaces: workspaceIds.length },
+          actor: caller.userId,
+        });
+        return rows;
+      });
+      return {
+        scope: { workspace_ids: workspaceIds, from: window.from, to: window.to },
+        runs: summary.runs,
+        successful_runs: summary.successfulRuns,
+        base_success_rate: summary.baseline.successRate,
+        itemsets: summary.itemsets,
+        took_ms: {
+          load: Math.round(loaded - started),
+          mining: summary.tookMs.mining,
+          scoring: summary.tookMs.scoring,
+          store: Math.round(performance.now() - storing),
+        },
+        playbooks: stored.map(present),
+      };
+    },
+
+    async list(caller: Who, query: PlaybookFilter & { tenant_id?: string }) {
+      const workspaceIds = await scopeOf(caller, query.tenant_id);
+      const page = await repo.list(workspaceIds, query);
+      return { ...page, items: page.items.map(present) };
+    },
+
+    get: async (caller: Who, id: string) => present(await get(caller, id)),
+
+    /** Renames, re-describes or re-categorises; what a user set is kept by later mining. */
+    async update(
+      caller: Who,
+      id: string,
+      input: { name?: string; description?: string; category?: Category | null },
+    ) {
+      const row = await repo.update(caller.workspaceId, id, {
+        ...(input.name === undefined ? {} : { name: input.name, name_edited: true }),
+        ...(input.description === undefined
+          ? {}
+          : { description: input.description, description_edited: true }),
+        ...(input.category === undefined ? {} : { category: input.category, category_edited: true }),
+      });
+      if (!row) throw notFound('playbook', id);
+      return present(row);
+    },
+
+    archive: (caller: Who, id: string) => setArchived(caller, id, true),
+    unarchive: (caller: Who, id: string) => setArchived(caller, id, false),
+
+    /**
+     * A workflow from the playbook: its agents (this workspace's agents of those names, in the
+     * pattern's order), tools, goal template, execution policy and context template; with
+     * `create_and_execute` also a run of it.
+     */
+    async promote(caller: Who, input: PromoteInput) {
+      const playbook = await get(caller, input.playbook_id);
+      const agents = await repo.agentsOf([caller.workspaceId]);
+      const byName = new Map<string, string>();
+      for (const agent of agents) {
+        const name = normaliseName(agent.name);
+        if (!byName.has(name)) byName.set(name, agent.id);
+      }
+      const absent = playbook.agent_pattern.filter((name) => !byName.has(name));
+      if (absent.length > 0) {
+        throw new AppError(
+          409,
+          'playbook_agents_missing',
+          `the pattern's agents ${absent.join(', ')} no longer exist in this workspace`,
+          absent.map((name) => ({ field: 'agent_pattern', message: `no agent named ${name}` })),
+        );
+      }
+      if (input.option === 'create_and_execute') {
+        // Checked before anything is created: a refused run leaves no workflow behind.
+        const missing = deps.missingInputs(playbook.goal_template, input.inputs ?? {});
+        if (missing.length > 0) {
+          throw invalidFields(
+            missing.map((name) => ({
+              field: `body.inputs.${name}`,
+              message: `is required: the playbook's goal template uses {{${name}}}`,
+            })),
+          );
+        }
+      }
+      const configuration = playbook.context_pattern.configuration;
+      const errorHandling = (configuration.errors ?? 'stop') as 'stop' | 'continue' | 'retry';
+      const workflow = await deps.workflows.create(caller, {
+        name: input.name ?? playbook.name,
+        description: playbook.description,
+        goal: playbook.goal_template,
+        agents: playbook.agent_pattern.map((name) => byName.get(name) as string),
+        tools: playbook.tool_pattern.map((name) => ({ name })),
+        execution_policy: {
+          mode: (configuration.mode ?? 'sequential') as 'sequential' | 'parallel',
+          error_handling: errorHandling,
+          max_retries: errorHandling === 'retry' ? 2 : 0,
+          timeout_seconds: PROMOTED_TIMEOUT_SECONDS,
+        },
+        context_template: Object.fromEntries(
+          playbook.context_pattern.context_fields.map((field) => [field, '']),
+        ),
+        is_template: input.option === 'save_as_template',
+        playbook_id: playbook.id,
+      });
+      await inTransaction(deps.db, (tx) =>
+        deps.activity.record(
+          tx,
+          playbookEvent(playbook, 'playbook.promoted', caller.userId, {
+            workflow_id: workflow.id,
+            option: input.option,
+          }),
+        ),
+      );
+      const run =
+        input.option === 'create_and_execute'
+          ? (await deps.runs.start(caller, workflow.id, { inputs: input.inputs ?? {}, context: {} })).run
+          : null;
+      return { workflow, run };
+    },
+  };
+}
+
+export type PlaybooksService = ReturnType<typeof createPlaybooksService>;
