@@ -55,7 +55,7 @@ const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
 const withUsage = {
   ...getTableColumns(playbooks),
   usage_count: sql<number>`(select count(*)::int from runs r join workflows w on w.id = r.workflow_id
-    where w.playbook_id = ${playbooks.id} and w.workspace_id = ${playbooks.workspace_id})`.mapWith(Number),
+    where w.playbook_id = "playbooks"."id" and w.workspace_id = "playbooks"."workspace_id")`.mapWith(Number),
 };
 export type PlaybookRecord = PlaybookRow & { usage_count: number };
 
