@@ -35,6 +35,8 @@ const PLANTED: PlantedPattern[] = [
     goal: 'Build the {subject} feature',
     cost: 0.002,
   },
+  // A name with quotes, brackets and control characters survives the trip as it is.
+  { agents: ['Qu"ote ]\u001f\u001e, Bot'], tools: [], context: [], runs: 8, successRate: 1 },
   // Succeeds too rarely for min_confidence 0.8: must not be reported.
   { agents: ['Analyst'], tools: ['knowledge_search'], context: ['dataset'], runs: 30, successRate: 0.7 },
 ];
@@ -96,7 +98,9 @@ describe('POST /api/playbooks/mine', () => {
 
     // The analyst pattern (70 %) and the noise (30 %, even its lucky small subgroups) never pass 80 %.
     for (const playbook of result.playbooks) {
-      expect(['scanner > auditor', 'planner > coder > tester']).toContain(playbook.agent_pattern.join(' > '));
+      expect(['scanner > auditor', 'planner > coder > tester', 'qu"ote ]\u001f\u001e, bot']).toContain(
+        playbook.agent_pattern.join(' > '),
+      );
       expect(playbook.quality_score).toBeGreaterThanOrEqual(0);
       expect(playbook.quality_score).toBeLessThanOrEqual(1);
       for (const part of Object.values(playbook.quality_parts) as number[]) {
@@ -105,7 +109,7 @@ describe('POST /api/playbooks/mine', () => {
       }
     }
     // Near-duplicates (the same team with or without its context) are merged into one each.
-    expect(result.playbooks).toHaveLength(2);
+    expect(result.playbooks).toHaveLength(3);
     expect(result.playbooks[0].quality_score).toBeGreaterThanOrEqual(result.playbooks[1].quality_score);
 
     // A lower confidence threshold lets the analyst pattern in.

@@ -5,11 +5,11 @@
  * against every finished run of the window with bitsets.
  */
 import { createHash } from 'node:crypto';
-import { mineInWorker } from '../../lib/mining/mine-in-worker.ts';
+import { mineTableInWorker } from '../../lib/mining/mine-in-worker.ts';
 import { type Category, type CategoryVote, categorise } from './categories.ts';
 import { goalTemplate, playbookDescription, playbookName } from './describe.ts';
 import { type Baseline, type QualityParts, qualityOf, wilsonLowerBound } from './scoring.ts';
-import { coreOf, itemsByKind, type MinedRun, normaliseName, transactionOf } from './transactions.ts';
+import { coreOf, ItemEncoder, itemsByKind, type MinedRun, normaliseName } from './transactions.ts';
 
 export interface MineOptions {
   /** Successful runs a pattern needs at least (3 to 20). */
@@ -66,71 +66,102 @@ const MAX_ITEMSETS = 20_000;
 /** Longest pattern looked for. */
 const MAX_PATTERN_LENGTH = 16;
 const EXAMPLES = 5;
+const GOAL_SAMPLE = 50;
+/** A context field, input or setting is typical of a pattern when this share of its successes had it. */
+export const TYPICAL_SHARE = 0.5;
 /**
  * A pattern passes `minConfidence` when the lower bound of its success rate's Wilson interval
  * at z = 1 (about 84 % one-sided) does: 5 of 5 gives 0.83, 27 of 30 gives 0.83, 5 of 6 0.64.
  */
 export const CONFIDENCE_Z = 1;
-const GOAL_SAMPLE = 50;
 
-/** Bit sets over the runs, one bit a run. */
-class Bits {
-  readonly words: Uint32Array;
-  constructor(size: number) {
-    this.words = new Uint32Array((size + 31) >>> 5);
-  }
-  set(index: number): void {
-    this.words[index >>> 5] = (this.words[index >>> 5] as number) | (1 << (index & 31));
-  }
+/** The items that make a pattern: who works together, in which order, with which tools. */
+const isPatternItem = (item: string) =>
+  item.startsWith('agent:') || item.startsWith('tool:') || item.startsWith('seq:');
+
+/** Set bits of a 32-bit word. */
+function popcount(word: number): number {
+  let v = word - ((word >>> 1) & 0x55555555);
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  return (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
 }
 
-function intersect(sets: Bits[], size: number): Uint32Array {
-  const result = new Uint32Array((size + 31) >>> 5);
-  result.set((sets[0] as Bits).words);
-  for (let s = 1; s < sets.length; s += 1) {
-    const words = (sets[s] as Bits).words;
-    for (let w = 0; w < result.length; w += 1) result[w] = (result[w] as number) & (words[w] as number);
-  }
-  return result;
-}
-
-function* indexesOf(words: Uint32Array): Generator<number> {
-  for (let w = 0; w < words.length; w += 1) {
+/** Run indexes of the set bits, in order. */
+function indexesOf(words: Uint32Array, limit = Number.POSITIVE_INFINITY): number[] {
+  const indexes: number[] = [];
+  for (let w = 0; w < words.length && indexes.length < limit; w += 1) {
     let word = words[w] as number;
-    while (word !== 0) {
+    while (word !== 0 && indexes.length < limit) {
       const low = word & -word;
-      yield (w << 5) + (31 - Math.clz32(low));
+      indexes.push((w << 5) + (31 - Math.clz32(low)));
       word ^= low;
     }
   }
+  return indexes;
 }
 
 const average = (total: number, count: number) => (count > 0 ? total / count : 0);
+type Scored = Omit<MinedPattern, 'name' | 'description' | 'category' | 'categoryVotes'>;
 
 /**
- * Mines `runs` (finished runs of one scope, newest first: examples are taken from the start).
- * Rejects with the signal's reason when aborted.
+ * Mines `runs` (finished runs of one scope; examples are taken from the start).
+ *
+ * FP-Growth finds the closed itemsets of the pattern items (agents, tools, order pairs) of the
+ * successful runs; each is measured against every run with bit sets; a pattern's context
+ * fields, inputs and configuration are then those typical of its successful runs (at least
+ * half of them). Rejects with the signal's reason when aborted.
  */
 export async function minePatterns(runs: readonly MinedRun[], options: MineOptions): Promise<MineSummary> {
   const started = performance.now();
-  const transactions = runs.map(transactionOf);
-  const successful = runs.flatMap((run, index) => (run.succeeded ? [index] : []));
+  const n = runs.length;
+  const words = (n + 31) >>> 5;
+
+  // Every run's items as ids, one bit set per item over the runs, and the success bits.
+  const encoder = new ItemEncoder();
+  const names = encoder.names;
+  const itemBits: Uint32Array[] = [];
+  const runItems: Int32Array[] = new Array(n);
+  const succeeded = new Uint32Array(words);
+  let successCount = 0;
   let successCost = 0;
   let successDuration = 0;
-  for (const index of successful) {
-    successCost += (runs[index] as MinedRun).cost;
-    successDuration += (runs[index] as MinedRun).duration_ms ?? 0;
+  for (let index = 0; index < n; index += 1) {
+    const run = runs[index] as MinedRun;
+    const encoded = Int32Array.from(encoder.encode(run));
+    for (const id of encoded) {
+      while (itemBits.length <= id) itemBits.push(new Uint32Array(words));
+      const bits = itemBits[id] as Uint32Array;
+      bits[index >>> 5] = (bits[index >>> 5] as number) | (1 << (index & 31));
+    }
+    runItems[index] = encoded;
+    if (run.succeeded) {
+      succeeded[index >>> 5] = (succeeded[index >>> 5] as number) | (1 << (index & 31));
+      successCount += 1;
+      successCost += run.cost;
+      successDuration += run.duration_ms ?? 0;
+    }
   }
   const baseline: Baseline = {
-    successRate: average(successful.length, runs.length),
-    averageCost: average(successCost, successful.length),
-    averageDurationMs: average(successDuration, successful.length),
+    successRate: average(successCount, n),
+    averageCost: average(successCost, successCount),
+    averageDurationMs: average(successDuration, successCount),
   };
 
+  // The successful runs' pattern items, as an integer table for the mining thread.
+  const patternItem = names.map(isPatternItem);
+  const offsets = new Int32Array(successCount + 1);
+  const flat: number[] = [];
+  let row = 0;
+  for (let index = 0; index < n; index += 1) {
+    if (!(runs[index] as MinedRun).succeeded) continue;
+    for (const id of runItems[index] as Int32Array) if (patternItem[id]) flat.push(id);
+    row += 1;
+    offsets[row] = flat.length;
+  }
   const mined =
-    successful.length >= options.minSupport
-      ? await mineInWorker(
-          successful.map((index) => transactions[index] as string[]),
+    successCount >= options.minSupport
+      ? await mineTableInWorker(
+          { items: Int32Array.from(flat), offsets },
           {
             minSupport: options.minSupport,
             mode: 'closed',
@@ -140,53 +171,33 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
             ...(options.onProgress ? { onProgress: options.onProgress } : {}),
           },
         )
-      : { itemsets: [] as [string[], number][] };
+      : { itemsets: [] as [number[], number][] };
   const miningMs = performance.now() - started;
 
-  // Bit sets of every item over all runs, and of success.
-  const itemBits = new Map<string, Bits>();
-  const succeeded = new Bits(runs.length);
-  transactions.forEach((items, index) => {
-    if ((runs[index] as MinedRun).succeeded) succeeded.set(index);
-    for (const item of items) {
-      let bits = itemBits.get(item);
-      if (!bits) {
-        bits = new Bits(runs.length);
-        itemBits.set(item, bits);
-      }
-      bits.set(index);
-    }
-  });
-
-  // Measure, filter and keep the best of each core.
-  const best = new Map<string, Omit<MinedPattern, 'name' | 'description' | 'category' | 'categoryVotes'>>();
-  for (const [items] of mined.itemsets) {
+  // Measure against every run, keep what passes, and the best of each core.
+  const best = new Map<string, { scored: Scored; matches: Uint32Array }>();
+  const matches = new Uint32Array(words);
+  for (const [itemIds, support] of mined.itemsets) {
     options.signal?.throwIfAborted();
+    const items = itemIds.map((id) => names[id] as string).sort();
     if (!items.some((item) => item.startsWith('agent:'))) continue;
-    const sets = items.map((item) => itemBits.get(item) as Bits);
-    const all = intersect(sets, runs.length);
+    matches.set(itemBits[itemIds[0] as number] as Uint32Array);
+    for (let k = 1; k < itemIds.length; k += 1) {
+      const bits = itemBits[itemIds[k] as number] as Uint32Array;
+      for (let w = 0; w < words; w += 1) matches[w] = (matches[w] as number) & (bits[w] as number);
+    }
     let matching = 0;
-    let support = 0;
+    for (let w = 0; w < words; w += 1) matching += popcount(matches[w] as number);
+    if (wilsonLowerBound(support, matching, CONFIDENCE_Z) < options.minConfidence) continue;
+
+    const wins = new Uint32Array(words);
+    for (let w = 0; w < words; w += 1) wins[w] = (matches[w] as number) & (succeeded[w] as number);
     let cost = 0;
     let duration = 0;
-    const examples: string[] = [];
-    for (const index of indexesOf(all)) {
-      matching += 1;
-      const run = runs[index] as MinedRun;
-      if (!run.succeeded) continue;
-      support += 1;
-      cost += run.cost;
-      duration += run.duration_ms ?? 0;
-      if (examples.length < EXAMPLES) examples.push(run.id);
-    }
-    const confidence = average(support, matching);
-    // The threshold must hold with some certainty, not by luck: among thousands of itemsets, a
-    // small subgroup of a 30 % pattern reaches 5 of 6 by chance. 5 successes of 5 still pass 0.8.
-    if (
-      support < options.minSupport ||
-      wilsonLowerBound(support, matching, CONFIDENCE_Z) < options.minConfidence
-    ) {
-      continue;
+    const successes = indexesOf(wins);
+    for (const index of successes) {
+      cost += (runs[index] as MinedRun).cost;
+      duration += (runs[index] as MinedRun).duration_ms ?? 0;
     }
     const outcome = {
       support,
@@ -199,86 +210,112 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
     const kept = best.get(core);
     if (
       kept &&
-      (kept.quality > quality.score || (kept.quality === quality.score && kept.support >= support))
+      (kept.scored.quality > quality.score ||
+        (kept.scored.quality === quality.score && kept.scored.support >= support))
     ) {
       continue;
     }
-    const grouped = itemsByKind(items);
+    const confidence = average(support, matching);
     best.set(core, {
-      key: createHash('sha256').update(core).digest('hex').slice(0, 32),
-      items,
-      agents: usualOrder(grouped.agent, all, succeeded, runs),
+      matches: wins,
+      scored: {
+        key: createHash('sha256').update(core).digest('hex').slice(0, 32),
+        items,
+        agents: [],
+        tools: itemsByKind(items).tool,
+        contextFields: [],
+        inputs: [],
+        configuration: {},
+        support,
+        matching,
+        confidence: round(confidence),
+        lift: round(baseline.successRate > 0 ? confidence / baseline.successRate : 0),
+        averageDurationMs: Math.round(outcome.averageDurationMs),
+        averageCost: round(outcome.averageCost, 1e8),
+        quality: quality.score,
+        qualityParts: quality.parts,
+        exampleRunIds: successes.slice(0, EXAMPLES).map((index) => (runs[index] as MinedRun).id),
+        goalTemplate: '',
+      },
+    });
+  }
+
+  // Best first; described (typical context, order, goals, category) only as far as needed.
+  const ranked = [...best.values()].sort(
+    (a, b) =>
+      b.scored.quality - a.scored.quality ||
+      b.scored.support - a.scored.support ||
+      a.scored.key.localeCompare(b.scored.key),
+  );
+  const patterns: MinedPattern[] = [];
+  for (const { scored, matches: wins } of ranked) {
+    if (patterns.length >= options.topK) break;
+    const successes = indexesOf(wins);
+    const typical = typicalItems(successes, runItems, names, patternItem, scored.support);
+    const items = [...scored.items, ...typical].sort();
+    const grouped = itemsByKind(items);
+    const goals = successes.slice(0, GOAL_SAMPLE).map((index) => (runs[index] as MinedRun).goal);
+    const agents = usualOrder(grouped.agent, successes, runs);
+    const { category, votes } = categorise({
       tools: grouped.tool,
+      agents: [...agents, ...agents.flatMap((agent) => options.roles?.get(agent) ?? [])],
+      contextFields: grouped.ctx,
+      goals,
+    });
+    if (options.categories && (category === null || !options.categories.includes(category))) continue;
+    const pattern = {
+      ...scored,
+      items,
+      agents,
       contextFields: grouped.ctx,
       inputs: grouped.in,
       configuration: Object.fromEntries(
         grouped.cfg.map((setting) => setting.split('=', 2) as [string, string]),
       ),
-      support,
-      matching,
-      confidence: round(confidence),
-      lift: round(baseline.successRate > 0 ? confidence / baseline.successRate : 0),
-      averageDurationMs: Math.round(outcome.averageDurationMs),
-      averageCost: round(outcome.averageCost, 1e8),
-      quality: quality.score,
-      qualityParts: quality.parts,
-      exampleRunIds: examples,
-      goalTemplate: goalTemplate(goalsOf(all, succeeded, runs)),
-    });
-  }
-
-  const patterns: MinedPattern[] = [];
-  for (const pattern of best.values()) {
-    const goals = goalsOf(
-      intersect(
-        pattern.items.map((item) => itemBits.get(item) as Bits),
-        runs.length,
-      ),
-      succeeded,
-      runs,
-    );
-    const { category, votes } = categorise({
-      tools: pattern.tools,
-      agents: [...pattern.agents, ...pattern.agents.flatMap((agent) => options.roles?.get(agent) ?? [])],
-      contextFields: pattern.contextFields,
-      goals,
-    });
-    if (options.categories && (category === null || !options.categories.includes(category))) continue;
+      goalTemplate: goalTemplate(goals),
+    };
     patterns.push({
       ...pattern,
-      name: playbookName(pattern.agents, pattern.tools),
+      name: playbookName(agents, pattern.tools),
       description: playbookDescription({ ...pattern, baseSuccessRate: baseline.successRate }),
       category,
       categoryVotes: votes,
     });
   }
-  patterns.sort((a, b) => b.quality - a.quality || b.support - a.support || a.key.localeCompare(b.key));
   return {
-    runs: runs.length,
-    successfulRuns: successful.length,
+    runs: n,
+    successfulRuns: successCount,
     baseline: {
       successRate: round(baseline.successRate),
       averageCost: round(baseline.averageCost, 1e8),
       averageDurationMs: Math.round(baseline.averageDurationMs),
     },
     itemsets: mined.itemsets.length,
-    patterns: patterns.slice(0, options.topK),
+    patterns,
     tookMs: { mining: Math.round(miningMs), scoring: Math.round(performance.now() - started - miningMs) },
   };
 }
 
-const round = (value: number, scale = 10_000) => Math.round(value * scale) / scale;
-
-/** Goals of the first successful matching runs. */
-function goalsOf(matching: Uint32Array, succeeded: Bits, runs: readonly MinedRun[]): string[] {
-  const goals: string[] = [];
-  for (const index of indexesOf(matching)) {
-    if (goals.length >= GOAL_SAMPLE) break;
-    if (((succeeded.words[index >>> 5] as number) >>> (index & 31)) & 1)
-      goals.push((runs[index] as MinedRun).goal);
+/** Context, input and configuration items that at least half of the pattern's successes had. */
+function typicalItems(
+  successes: readonly number[],
+  runItems: readonly Int32Array[],
+  names: readonly string[],
+  patternItem: readonly boolean[],
+  support: number,
+): string[] {
+  const counts = new Map<number, number>();
+  for (const index of successes) {
+    for (const id of runItems[index] as Int32Array) {
+      if (!patternItem[id]) counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
   }
-  return goals;
+  return [...counts]
+    .filter(([, count]) => count >= support * TYPICAL_SHARE)
+    .map(([id]) => names[id] as string);
 }
+
+const round = (value: number, scale = 10_000) => Math.round(value * scale) / scale;
 
 /**
  * The pattern's agents in the order its successful runs most often used them (each run's
@@ -286,17 +323,12 @@ function goalsOf(matching: Uint32Array, succeeded: Bits, runs: readonly MinedRun
  */
 function usualOrder(
   agents: readonly string[],
-  matching: Uint32Array,
-  succeeded: Bits,
+  successes: readonly number[],
   runs: readonly MinedRun[],
 ): string[] {
   const wanted = new Set(agents);
   const orders = new Map<string, number>();
-  let seen = 0;
-  for (const index of indexesOf(matching)) {
-    if (seen >= GOAL_SAMPLE * 4) break;
-    if (!(((succeeded.words[index >>> 5] as number) >>> (index & 31)) & 1)) continue;
-    seen += 1;
+  for (const index of successes.slice(0, GOAL_SAMPLE * 4)) {
     const order: string[] = [];
     for (const name of (runs[index] as MinedRun).agents_used) {
       const agent = normaliseName(name);

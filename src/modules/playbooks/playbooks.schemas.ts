@@ -50,7 +50,7 @@ export const PlaybookSchema = Type.Object({
   usage_count: Type.Integer({ description: 'runs of workflows promoted from this playbook' }),
   quality_score: Type.Number({ minimum: 0, maximum: 1 }),
   quality_parts: QualityPartsSchema,
-  example_run_ids: Type.Array(Uuid(), { description: 'a few matching successful runs, newest first' }),
+  example_run_ids: Type.Array(Uuid(), { description: 'a few matching successful runs' }),
   archived: Type.Boolean(),
   archived_at: Nullable(Timestamp()),
   mined_at: Timestamp(),

@@ -47,21 +47,107 @@ export function timeoutBand(seconds: number): 'short' | 'standard' | 'long' {
   return seconds <= 1800 ? 'standard' : 'long';
 }
 
-/** The run's items, sorted and distinct. */
-export function transactionOf(run: MinedRun): string[] {
-  const items = new Set<string>();
-  const agents = run.agents_used.map(normaliseName).filter((name) => name !== '');
-  for (const agent of agents) items.add(`agent:${agent}`);
-  for (let index = 1; index < agents.length; index += 1) {
-    if (agents[index - 1] !== agents[index]) items.add(`seq:${agents[index - 1]}>${agents[index]}`);
+/**
+ * Encodes runs' items as small integers, building the dictionary as it goes: what mining
+ * feeds FP-Growth and the bit sets. Names are normalised once per distinct spelling, so a
+ * hundred thousand runs cost a map look-up per name, not a string built, normalised and sorted.
+ */
+export class ItemEncoder {
+  /** Item of each id. */
+  readonly names: string[] = [];
+  private readonly ids = new Map<string, number>();
+  /** Per kind, a raw name (as the run has it) to its item id. */
+  private readonly byRawName = {
+    agent: new Map<string, number>(),
+    tool: new Map(),
+    ctx: new Map(),
+    in: new Map(),
+  } as {
+    [kind in 'agent' | 'tool' | 'ctx' | 'in']: Map<string, number>;
+  };
+  private readonly pairs = new Map<number, Map<number, number>>();
+  /** Which run last took each id (dedupe within a run without a set). */
+  private stamps = new Int32Array(64);
+  private runStamp = 0;
+
+  /** The id of an item, added to the dictionary when new. */
+  idOf(item: string): number {
+    let id = this.ids.get(item);
+    if (id === undefined) {
+      id = this.names.length;
+      this.ids.set(item, id);
+      this.names.push(item);
+      if (id >= this.stamps.length) {
+        const grown = new Int32Array(this.stamps.length * 2);
+        grown.set(this.stamps);
+        this.stamps = grown;
+      }
+    }
+    return id;
   }
-  for (const tool of run.tools_used) if (tool.trim() !== '') items.add(`tool:${normaliseName(tool)}`);
-  for (const field of run.context_fields) if (field.trim() !== '') items.add(`ctx:${normaliseName(field)}`);
-  for (const input of run.inputs) if (input.trim() !== '') items.add(`in:${normaliseName(input)}`);
-  items.add(`cfg:mode=${run.mode}`);
-  items.add(`cfg:errors=${run.error_handling}`);
-  items.add(`cfg:timeout=${timeoutBand(run.timeout_seconds)}`);
-  return [...items].sort();
+
+  private named(kind: 'agent' | 'tool' | 'ctx' | 'in', raw: string): number | undefined {
+    const cache = this.byRawName[kind];
+    let id = cache.get(raw);
+    if (id === undefined) {
+      const name = normaliseName(raw);
+      if (name === '') return undefined;
+      id = this.idOf(`${kind}:${name}`);
+      cache.set(raw, id);
+    }
+    return id;
+  }
+
+  private pair(a: number, b: number): number {
+    let next = this.pairs.get(a);
+    if (!next) {
+      next = new Map();
+      this.pairs.set(a, next);
+    }
+    let id = next.get(b);
+    if (id === undefined) {
+      const first = (this.names[a] as string).slice('agent:'.length);
+      const second = (this.names[b] as string).slice('agent:'.length);
+      id = this.idOf(`seq:${first}>${second}`);
+      next.set(b, id);
+    }
+    return id;
+  }
+
+  /** The run's distinct item ids, in no particular order. */
+  encode(run: MinedRun): number[] {
+    this.runStamp += 1;
+    const out: number[] = [];
+    const add = (id: number | undefined) => {
+      if (id === undefined || this.stamps[id] === this.runStamp) return;
+      this.stamps[id] = this.runStamp;
+      out.push(id);
+    };
+    let previous: number | undefined;
+    for (const raw of run.agents_used) {
+      const agent = this.named('agent', raw);
+      if (agent === undefined) continue;
+      add(agent);
+      if (previous !== undefined && previous !== agent) add(this.pair(previous, agent));
+      previous = agent;
+    }
+    for (const raw of run.tools_used) add(this.named('tool', raw));
+    for (const raw of run.context_fields) add(this.named('ctx', raw));
+    for (const raw of run.inputs) add(this.named('in', raw));
+    add(this.idOf(`cfg:mode=${run.mode}`));
+    add(this.idOf(`cfg:errors=${run.error_handling}`));
+    add(this.idOf(`cfg:timeout=${timeoutBand(run.timeout_seconds)}`));
+    return out;
+  }
+}
+
+/** The run's items, sorted and distinct (the vocabulary above, one run at a time). */
+export function transactionOf(run: MinedRun): string[] {
+  const encoder = new ItemEncoder();
+  return encoder
+    .encode(run)
+    .map((id) => encoder.names[id] as string)
+    .sort();
 }
 
 /** The kind of an item and the rest after its colon. */
