@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mineInWorker } from './mine-in-worker.ts';
+import { mineInWorker, mineTableInWorker } from './mine-in-worker.ts';
 
 describe('mineInWorker', () => {
   it('mines in a worker thread, streaming itemsets and reporting progress', async () => {
@@ -52,5 +52,56 @@ describe('mineInWorker', () => {
   it('rejects at once with an already aborted signal, and passes worker errors on', async () => {
     await expect(mineInWorker([['a']], { minSupport: 1, signal: AbortSignal.abort() })).rejects.toThrow();
     await expect(mineInWorker([['a']], { minSupport: 1.5 })).rejects.toThrow(/minSupport/);
+  });
+});
+
+describe('mineTableInWorker', () => {
+  const table = (rows: number[][]) => {
+    const offsets = new Int32Array(rows.length + 1);
+    rows.forEach((row, index) => {
+      offsets[index + 1] = (offsets[index] as number) + row.length;
+    });
+    return { items: Int32Array.from(rows.flat()), offsets };
+  };
+  const sorted = (itemsets: [number[], number][]) =>
+    itemsets.map(([items, support]) => `${[...items].sort().join(',')}:${support}`).sort();
+
+  it('mines integer tables one after another, and side by side', async () => {
+    const rows = table([
+      [1, 2, 3],
+      [1, 2],
+      [2, 3],
+      [1, 2, 3],
+    ]);
+    const expected = ['1,2,3:2', '1,2:3', '2,3:3', '2:4'];
+    for (let round = 0; round < 3; round += 1) {
+      expect(sorted((await mineTableInWorker(rows, { minSupport: 2, mode: 'closed' })).itemsets)).toEqual(
+        expected,
+      );
+    }
+    const both = await Promise.all([
+      mineTableInWorker(rows, { minSupport: 2, mode: 'closed' }),
+      mineTableInWorker(rows, { minSupport: 2, mode: 'closed' }),
+    ]);
+    for (const result of both) expect(sorted(result.itemsets)).toEqual(expected);
+  });
+
+  it('still mines after a mine was aborted or failed', async () => {
+    const dense = table(
+      Array.from({ length: 40 }, (_, t) => Array.from({ length: 40 }, (_, i) => i).filter((i) => i !== t)),
+    );
+    const controller = new AbortController();
+    const long = mineTableInWorker(dense, { minSupport: 1, signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('stop')), 50);
+    await expect(long).rejects.toThrow('stop');
+    await expect(mineTableInWorker(dense, { minSupport: 1.5 })).rejects.toThrow(/minSupport/);
+    const after = await mineTableInWorker(
+      table([
+        [7, 8],
+        [7, 8],
+      ]),
+      { minSupport: 2, mode: 'closed' },
+    );
+    expect(sorted(after.itemsets)).toEqual(['7,8:2']);
   });
 });

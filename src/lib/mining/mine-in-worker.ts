@@ -29,9 +29,45 @@ export interface WorkerMiningResult {
   itemsets: [string[], number][];
 }
 
-/** Starts the worker; Node 24 loads its TypeScript directly (type stripping). */
-function startWorker(workerData: MiningWorkerInput): Worker {
+/** Starts a worker; Node 24 loads its TypeScript directly (type stripping). */
+function startWorker(workerData: MiningWorkerInput | 'kept'): Worker {
   return new Worker(new URL('./mining-worker.ts', import.meta.url), { workerData });
+}
+
+/**
+ * One worker kept between table mines: starting a worker and letting V8 optimise the engine
+ * again cost 100 to 300 ms a mine. Used when idle; a mine that finds it busy gets a one-off
+ * worker. Unreferenced while idle, so it never keeps the process alive; terminated on abort or
+ * error (the next mine starts another).
+ */
+let kept: { worker: Worker; busy: boolean } | undefined;
+
+function takeKeptWorker(): { worker: Worker; release(healthy: boolean): void } | undefined {
+  if (kept?.busy) return undefined;
+  if (!kept) {
+    const worker = startWorker('kept');
+    kept = { worker, busy: false };
+    worker.on('exit', () => {
+      if (kept?.worker === worker) kept = undefined;
+    });
+  }
+  const entry = kept;
+  entry.busy = true;
+  entry.worker.ref();
+  return {
+    worker: entry.worker,
+    release(healthy) {
+      entry.worker.removeAllListeners('message');
+      entry.worker.removeAllListeners('error');
+      if (healthy) {
+        entry.busy = false;
+        entry.worker.unref();
+      } else {
+        if (kept === entry) kept = undefined;
+        void entry.worker.terminate();
+      }
+    },
+  };
 }
 
 /**
@@ -78,28 +114,31 @@ function runWorker(
       reject(signal.reason);
       return;
     }
-    const worker = startWorker({ ...data, options: miningOptions, batchSize });
+    const input: MiningWorkerInput = { ...data, options: miningOptions, batchSize };
+    const reused = 'table' in data ? takeKeptWorker() : undefined;
+    const worker = reused?.worker ?? startWorker(input);
+    if (reused) worker.postMessage(input);
     let settled = false;
-    const finish = (action: () => void): void => {
+    const finish = (healthy: boolean, action: () => void): void => {
       if (settled) return;
       settled = true;
       signal?.removeEventListener('abort', onAbort);
+      worker.off('exit', onExit);
+      if (reused) reused.release(healthy);
+      else void worker.terminate();
       action();
     };
-    const onAbort = (): void => {
-      finish(() => reject(signal?.reason));
-      void worker.terminate();
-    };
+    const onAbort = (): void => finish(false, () => reject(signal?.reason));
+    const onExit = (code: number): void =>
+      finish(false, () => reject(new Error(`mining worker exited with code ${code}`)));
     signal?.addEventListener('abort', onAbort, { once: true });
     worker.on('message', (message: MiningWorkerMessage) => {
       if (settled) return;
       if (message.type === 'progress') onProgress?.(message.done, message.total);
-      else if (message.type === 'done') {
-        finish(() => resolve(message.summary));
-        void worker.terminate();
-      } else onResults(message);
+      else if (message.type === 'done') finish(true, () => resolve(message.summary));
+      else onResults(message);
     });
-    worker.on('error', (error) => finish(() => reject(error)));
-    worker.on('exit', (code) => finish(() => reject(new Error(`mining worker exited with code ${code}`))));
+    worker.on('error', (error) => finish(false, () => reject(error)));
+    worker.on('exit', onExit);
   });
 }

@@ -27,33 +27,39 @@ export type MiningWorkerMessage =
 
 const port = parentPort;
 if (!port) throw new Error('mining-worker must run in a worker thread');
-const input = workerData as MiningWorkerInput;
 const post = (message: MiningWorkerMessage): void => port.postMessage(message);
-const options = {
-  ...input.options,
-  onProgress: (done: number, total: number) => post({ type: 'progress', done, total }),
-};
 
-if ('table' in input) {
-  let batch: [number[], number][] = [];
-  const summary = mineTransactionTable(input.table, options, (items, length, support) => {
-    batch.push([Array.from(items.subarray(0, length)), support]);
-    if (batch.length >= input.batchSize) {
-      post({ type: 'integer-itemsets', itemsets: batch });
-      batch = [];
-    }
-  });
-  if (batch.length > 0) post({ type: 'integer-itemsets', itemsets: batch });
-  post({ type: 'done', summary });
-} else {
-  let batch: [string[], number][] = [];
-  const summary = mineItemsets(input.transactions, options, (items, support) => {
-    batch.push([items, support]);
-    if (batch.length >= input.batchSize) {
-      post({ type: 'itemsets', itemsets: batch });
-      batch = [];
-    }
-  });
-  if (batch.length > 0) post({ type: 'itemsets', itemsets: batch });
-  post({ type: 'done', summary });
+function mine(input: MiningWorkerInput): void {
+  const options = {
+    ...input.options,
+    onProgress: (done: number, total: number) => post({ type: 'progress', done, total }),
+  };
+  if ('table' in input) {
+    let batch: [number[], number][] = [];
+    const summary = mineTransactionTable(input.table, options, (items, length, support) => {
+      batch.push([Array.from(items.subarray(0, length)), support]);
+      if (batch.length >= input.batchSize) {
+        post({ type: 'integer-itemsets', itemsets: batch });
+        batch = [];
+      }
+    });
+    if (batch.length > 0) post({ type: 'integer-itemsets', itemsets: batch });
+    post({ type: 'done', summary });
+  } else {
+    let batch: [string[], number][] = [];
+    const summary = mineItemsets(input.transactions, options, (items, support) => {
+      batch.push([items, support]);
+      if (batch.length >= input.batchSize) {
+        post({ type: 'itemsets', itemsets: batch });
+        batch = [];
+      }
+    });
+    if (batch.length > 0) post({ type: 'itemsets', itemsets: batch });
+    post({ type: 'done', summary });
+  }
 }
+
+// A kept worker takes one job after another as messages (warm: V8 has optimised the engine);
+// a one-off worker mines its workerData and is terminated.
+if (workerData === 'kept') port.on('message', (input: MiningWorkerInput) => mine(input));
+else mine(workerData as MiningWorkerInput);
