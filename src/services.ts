@@ -185,6 +185,11 @@ export async function createServices(config: Config, database: Database, options
     hub: eventHub,
     owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     leaseMs: config.queue.runLeaseMs,
+    // Playbooks are created below (they start runs); the engine reaches them when a run executes.
+    playbooks: {
+      triggersFor: (workspaceId, agentIds, facts) => playbooks.triggersFor(workspaceId, agentIds, facts),
+      countTriggers: (tx, ids) => playbooks.countTriggers(tx, ids),
+    },
   });
   const runs = createRunsService({
     db,
@@ -197,6 +202,14 @@ export async function createServices(config: Config, database: Database, options
         { err: error, run_id: runId },
         'the queue did not take the run; the recovery sweep hands it over',
       ),
+  });
+  const playbooks = createPlaybooksService({
+    db,
+    activity: { record: activity.record },
+    workflows,
+    runs,
+    workspacesOf: (userId) => workspaces.listMine(userId),
+    missingInputs: (goal, inputs) => renderGoal(goal, inputs).missing,
   });
   // Knowledge: the API side records documents and runs; the indexer does their work in jobs.
   const knowledge = createKnowledgeService({
@@ -283,14 +296,7 @@ export async function createServices(config: Config, database: Database, options
     modelGateway,
     retrieval,
     chat: createChatService({ db, gateway: modelGateway, agents }),
-    playbooks: createPlaybooksService({
-      db,
-      activity: { record: activity.record },
-      workflows,
-      runs,
-      workspacesOf: (userId) => workspaces.listMine(userId),
-      missingInputs: (goal, inputs) => renderGoal(goal, inputs).missing,
-    }),
+    playbooks,
     codegraph,
     knowledge,
     indexer,

@@ -310,3 +310,89 @@ describe('real runs, mined and promoted', () => {
     expect(orphan.json()).toMatchObject({ code: 'playbook_agents_missing' });
   });
 });
+
+describe('attached playbooks', () => {
+  it('trigger on matching run steps of their agents, recorded and counted, until detached', async () => {
+    const dave = await t.newWorkspace('dave');
+    const scout = await buildAgent(t, dave, { name: 'Scout', model: undefined });
+    const fixer = await buildAgent(t, dave, { name: 'Fixer', model: undefined });
+    const workflow = await buildWorkflow(t, dave, {
+      goal: 'Triage incident {{id}}',
+      agents: [scout.id, fixer.id],
+      context_template: { severity: 'high' },
+    });
+    const runOnce = async (body: Record<string, unknown>) => {
+      const started = await t.call(dave, 'POST', `/api/workflows/${workflow.id}/run`, body);
+      expect(started.statusCode, started.body).toBe(202);
+      const finished = await settled(dave, started.json().id);
+      expect(finished.status).toBe('Completed');
+      return (await t.call(dave, 'GET', `/api/runs/${finished.id}`)).json();
+    };
+    for (let n = 0; n < 5; n += 1) await runOnce({ inputs: { id: `INC-${n}` } });
+    const [playbook] = (await mine(dave)).json().playbooks;
+    expect(playbook.agent_pattern).toEqual(['scout', 'fixer']);
+
+    // Bad rules and foreign agents are refused, naming the field.
+    const badRule = await t.call(dave, 'POST', '/api/playbooks/attach', {
+      playbook_id: playbook.id,
+      agent_ids: [fixer.id],
+      rules: { when: 'context.severity ==', mode: 'auto' },
+    });
+    expect(badRule.statusCode).toBe(400);
+    expect(badRule.json().errors[0]).toMatchObject({ field: 'body.rules.when' });
+    const foreign = await buildAgent(t, bob, { name: 'Elsewhere' });
+    const stranger = await t.call(dave, 'POST', '/api/playbooks/attach', {
+      playbook_id: playbook.id,
+      agent_ids: [fixer.id, foreign.id],
+    });
+    expect(stranger.statusCode).toBe(400);
+    expect(stranger.json().errors).toEqual([expect.objectContaining({ field: 'body.agent_ids.1' })]);
+    expect(
+      (
+        await t.call(bob, 'POST', '/api/playbooks/attach', {
+          playbook_id: playbook.id,
+          agent_ids: [foreign.id],
+        })
+      ).statusCode,
+    ).toBe(404);
+
+    const attached = await t.call(dave, 'POST', '/api/playbooks/attach', {
+      playbook_id: playbook.id,
+      agent_ids: [fixer.id],
+      rules: { when: 'context.severity == "high" and goal startswith "triage"', mode: 'auto' },
+    });
+    expect(attached.statusCode, attached.body).toBe(200);
+    expect(attached.json().attachments).toEqual([
+      expect.objectContaining({ agent_id: fixer.id, mode: 'auto', triggers: 0 }),
+    ]);
+
+    const matching = await runOnce({ inputs: { id: 'INC-9' } });
+    const [scoutStep, fixerStep] = matching.steps;
+    expect(scoutStep.playbook_triggers).toEqual([]);
+    expect(fixerStep.playbook_triggers).toEqual([
+      expect.objectContaining({
+        playbook_id: playbook.id,
+        mode: 'auto',
+        when: expect.stringContaining('severity'),
+      }),
+    ]);
+    expect(fixerStep.prompt).toContain(
+      `Follow the playbook “${playbook.name}”. Its steps: 1. Scout; 2. Fixer.`,
+    );
+    // The local provider echoes what it would have sent: the injected steps reached the model call.
+    expect(fixerStep.output).toContain('Follow the playbook');
+    const events = await t.call(dave, 'GET', `/api/runs/${matching.id}/events`);
+    expect(events.body).toContain('event: playbook.triggered');
+
+    const quiet = await runOnce({ inputs: { id: 'INC-10' }, context: { severity: 'low' } });
+    expect(quiet.steps.every((step: any) => step.playbook_triggers.length === 0)).toBe(true);
+
+    const listed = (await t.call(dave, 'GET', `/api/playbooks/${playbook.id}/attachments`)).json();
+    expect(listed.attachments).toEqual([expect.objectContaining({ agent_id: fixer.id, triggers: 1 })]);
+
+    const detached = await t.call(dave, 'POST', '/api/playbooks/detach', { playbook_id: playbook.id });
+    expect(detached.json()).toEqual({ playbook_id: playbook.id, detached: 1 });
+    const after = await runOnce({ inputs: { id: 'INC-11' } });
+    expect(after.steps.every((step: any) => step.playbook_triggers.length === 0)).toBe(true);
+  });
+});

@@ -15,6 +15,7 @@ import {
 import { type Static, Type } from 'typebox';
 import { StringEnum } from '../../lib/typebox.ts';
 import { createdAt, updatedAt } from './columns.ts';
+import { agents } from './agents.ts';
 import { workspaces } from './workspaces.ts';
 
 /** The spec's six categories (section 2.4); `modules/playbooks/categories.ts` assigns them. */
@@ -112,3 +113,39 @@ export const playbooks = pgTable(
   ],
 );
 export type PlaybookRow = typeof playbooks.$inferSelect;
+
+export const AttachmentModeSchema = StringEnum(['suggest', 'auto'] as const, {
+  description: 'suggest: the playbook’s name and description are offered to the agent; auto: its steps are injected',
+});
+
+/**
+ * A playbook bound to an agent as an auto-triggered macro: when the rule `when` (the condition
+ * language, `lib/conditions.ts`) holds for a run's facts, the agent's step gets the playbook.
+ */
+export const playbookAttachments = pgTable(
+  'playbook_attachments',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    workspace_id: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    playbook_id: uuid('playbook_id')
+      .notNull()
+      .references(() => playbooks.id, { onDelete: 'cascade' }),
+    agent_id: uuid('agent_id')
+      .notNull()
+      .references(() => agents.id, { onDelete: 'cascade' }),
+    when: text('when').notNull(),
+    mode: varchar('mode', { length: 10 }).$type<Static<typeof AttachmentModeSchema>>().notNull(),
+    /** Steps the rule matched (first attempts), counted when they are recorded. */
+    triggers: integer('triggers').notNull().default(0),
+    created_by: varchar('created_by', { length: 255 }),
+    created_at: createdAt(),
+    updated_at: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex('playbook_attachments_playbook_agent_idx').on(t.playbook_id, t.agent_id),
+    index('playbook_attachments_agent_idx').on(t.workspace_id, t.agent_id),
+  ],
+);
+export type PlaybookAttachmentRow = typeof playbookAttachments.$inferSelect;

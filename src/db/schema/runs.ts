@@ -117,6 +117,17 @@ export const ToolCallRecordSchema = Type.Object({
 });
 export type ToolCallRecord = Static<typeof ToolCallRecordSchema>;
 
+/** A playbook attached to the step's agent whose rule matched the run: what it added to the prompt. */
+export const PlaybookTriggerSchema = Type.Object({
+  attachment_id: Type.String({ format: 'uuid' }),
+  playbook_id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  mode: StringEnum(['suggest', 'auto'] as const),
+  when: Type.String({ description: 'the rule that matched' }),
+  text: Type.String({ description: 'what was added to the agent’s prompt' }),
+});
+export type PlaybookTrigger = Static<typeof PlaybookTriggerSchema>;
+
 export const RunStepKindSchema = StringEnum(['agent', 'merge'] as const);
 export const RunStepStatusSchema = StringEnum(['Running', 'Completed', 'Failed'] as const);
 
@@ -138,6 +149,8 @@ export const runSteps = pgTable(
     prompt: text('prompt'),
     output: text('output'),
     tool_calls: jsonb('tool_calls').$type<ToolCallRecord[]>().notNull().default([]),
+    /** Playbooks attached to the agent whose rules matched: recorded so triggers can be audited. */
+    playbook_triggers: jsonb('playbook_triggers').$type<PlaybookTrigger[]>().notNull().default([]),
     provider: varchar('provider', { length: 100 }),
     model: varchar('model', { length: 255 }),
     tokens_in: integer('tokens_in').notNull().default(0),

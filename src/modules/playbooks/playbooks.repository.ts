@@ -1,5 +1,10 @@
 import { and, desc, eq, getTableColumns, inArray, isNull, type SQL, sql } from 'drizzle-orm';
-import { type PlaybookRow, playbooks } from '../../db/schema/playbooks.ts';
+import {
+  type PlaybookAttachmentRow,
+  type PlaybookRow,
+  playbookAttachments,
+  playbooks,
+} from '../../db/schema/playbooks.ts';
 import type { Db } from '../../db/transaction.ts';
 
 /** The spec's confidence bands, as a filter. */
@@ -241,6 +246,102 @@ export function createPlaybooksRepository(db: Db) {
         .where(and(eq(playbooks.workspace_id, workspaceId), eq(playbooks.id, id)))
         .returning({ id: playbooks.id });
       return row ? this.find(workspaceId, row.id) : undefined;
+    },
+
+    /** Binds the playbook to the agents (a binding already there gets the new rule). */
+    async attach(
+      values: Array<
+        Pick<
+          PlaybookAttachmentRow,
+          'workspace_id' | 'playbook_id' | 'agent_id' | 'when' | 'mode' | 'created_by'
+        >
+      >,
+    ): Promise<PlaybookAttachmentRow[]> {
+      if (values.length === 0) return [];
+      return db
+        .insert(playbookAttachments)
+        .values(values)
+        .onConflictDoUpdate({
+          target: [playbookAttachments.playbook_id, playbookAttachments.agent_id],
+          set: { when: sql`excluded.when`, mode: sql`excluded.mode`, updated_at: sql`now()` },
+        })
+        .returning();
+    },
+
+    /** Unbinds the playbook from the agents (from every agent without `agentIds`); answers how many. */
+    async detach(workspaceId: string, playbookId: string, agentIds?: string[]): Promise<number> {
+      const conditions = [
+        eq(playbookAttachments.workspace_id, workspaceId),
+        eq(playbookAttachments.playbook_id, playbookId),
+      ];
+      if (agentIds) conditions.push(inArray(playbookAttachments.agent_id, agentIds));
+      const rows = await db
+        .delete(playbookAttachments)
+        .where(and(...conditions))
+        .returning({ id: playbookAttachments.id });
+      return rows.length;
+    },
+
+    attachmentsOf(workspaceId: string, playbookId: string): Promise<PlaybookAttachmentRow[]> {
+      return db
+        .select()
+        .from(playbookAttachments)
+        .where(
+          and(
+            eq(playbookAttachments.workspace_id, workspaceId),
+            eq(playbookAttachments.playbook_id, playbookId),
+          ),
+        )
+        .orderBy(playbookAttachments.created_at, playbookAttachments.id);
+    },
+
+    /** The attachments of these agents to playbooks that are not archived, with what a trigger shows. */
+    async attachmentsForAgents(workspaceId: string, agentIds: string[]) {
+      if (agentIds.length === 0) return [];
+      return db
+        .select({
+          id: playbookAttachments.id,
+          agent_id: playbookAttachments.agent_id,
+          when: playbookAttachments.when,
+          mode: playbookAttachments.mode,
+          playbook_id: playbooks.id,
+          name: playbooks.name,
+          description: playbooks.description,
+          agent_pattern: playbooks.agent_pattern,
+          tool_pattern: playbooks.tool_pattern,
+          goal_template: playbooks.goal_template,
+        })
+        .from(playbookAttachments)
+        .innerJoin(playbooks, eq(playbooks.id, playbookAttachments.playbook_id))
+        .where(
+          and(
+            eq(playbookAttachments.workspace_id, workspaceId),
+            inArray(playbookAttachments.agent_id, agentIds),
+            isNull(playbooks.archived_at),
+          ),
+        )
+        .orderBy(playbookAttachments.created_at, playbookAttachments.id);
+    },
+
+    async countTriggers(ids: string[]): Promise<void> {
+      if (ids.length === 0) return;
+      await db
+        .update(playbookAttachments)
+        .set({ triggers: sql`${playbookAttachments.triggers} + 1` })
+        .where(inArray(playbookAttachments.id, ids));
+    },
+
+    /** Which of `agentIds` are agents of the workspace. */
+    async existingAgents(workspaceId: string, agentIds: string[]): Promise<Set<string>> {
+      if (agentIds.length === 0) return new Set();
+      const rows = rowsOf<{ id: string }>(
+        await db.execute(sql`select id from agents where workspace_id = ${workspaceId}::uuid
+          and id in (${sql.join(
+            agentIds.map((id) => sql`${id}::uuid`),
+            sql`, `,
+          )})`),
+      );
+      return new Set(rows.map((row) => row.id));
     },
   };
 }

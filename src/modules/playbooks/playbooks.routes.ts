@@ -1,6 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { IdParams } from '../../http/schemas.ts';
 import {
+  AttachBody,
+  AttachmentsResult,
+  DetachBody,
+  DetachResult,
   ListPlaybooksQuery,
   MineBody,
   MineResult,
@@ -123,5 +127,47 @@ export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksSe
       schema: { tags, summary: 'Unarchive a playbook', params: IdParams, response: { 200: PlaybookSchema } },
     },
     async (request) => playbooks.unarchive(request.caller, request.params.id),
+  );
+
+  app.post(
+    '/playbooks/attach',
+    {
+      schema: {
+        tags,
+        summary: 'Attach a playbook to agents',
+        description:
+          'Binds the playbook to agents of this workspace as an auto-triggered macro: when the rule `when` (the condition language over goal, context, inputs, tags, workflow and agent) holds for a run step of one of them, `suggest` adds the playbook’s name and description to the agent’s prompt and `auto` its steps. Each trigger is recorded on the step (`playbook_triggers`) and in the run’s events. Attaching again replaces the rule.',
+        body: AttachBody,
+        response: { 200: AttachmentsResult },
+      },
+    },
+    async (request) => playbooks.attach(request.caller, request.body),
+  );
+
+  app.post(
+    '/playbooks/detach',
+    {
+      schema: {
+        tags,
+        summary: 'Detach a playbook from agents',
+        description: 'From the agents given, or from every agent without `agent_ids`.',
+        body: DetachBody,
+        response: { 200: DetachResult },
+      },
+    },
+    async (request) => playbooks.detach(request.caller, request.body),
+  );
+
+  app.get(
+    '/playbooks/:id/attachments',
+    {
+      schema: {
+        tags,
+        summary: 'The agents a playbook is attached to',
+        params: IdParams,
+        response: { 200: AttachmentsResult },
+      },
+    },
+    async (request) => playbooks.attachments(request.caller, request.params.id),
   );
 };

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import {
+  AttachmentModeSchema,
   CategorySchema,
   CategoryVoteSchema,
   ContextPatternSchema,
@@ -169,3 +170,54 @@ export const PromoteResult = Type.Object({
     ),
   ),
 });
+
+export const AttachmentSchema = Type.Object({
+  id: Uuid(),
+  workspace_id: Uuid(),
+  playbook_id: Uuid(),
+  agent_id: Uuid(),
+  when: Type.String({ description: 'the rule, in the condition language (docs/playbooks.md)' }),
+  mode: AttachmentModeSchema,
+  triggers: Type.Integer({ description: 'run steps the rule matched (first attempts)' }),
+  created_by: Nullable(Type.String()),
+  created_at: Timestamp(),
+  updated_at: Timestamp(),
+});
+
+export const AttachmentsResult = Type.Object({
+  playbook_id: Uuid(),
+  attachments: Type.Array(AttachmentSchema),
+});
+
+const AgentIds = Type.Array(Uuid(), { minItems: 1, maxItems: 50, uniqueItems: true });
+
+export const AttachBody = Type.Object(
+  {
+    playbook_id: Uuid(),
+    agent_ids: AgentIds,
+    rules: Type.Optional(
+      Type.Object(
+        {
+          when: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 2000,
+              description:
+                'when the playbook applies to a run step of the agent, in the condition language over goal, context, inputs, tags, workflow and agent (default `true`)',
+            }),
+          ),
+          mode: Type.Optional(AttachmentModeSchema),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const DetachBody = Type.Object(
+  { playbook_id: Uuid(), agent_ids: Type.Optional(AgentIds) },
+  { additionalProperties: false },
+);
+
+export const DetachResult = Type.Object({ playbook_id: Uuid(), detached: Type.Integer() });

@@ -1,10 +1,12 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { AppError, invalidFields, notFound } from '../../errors.ts';
+import { AppError, invalid, invalidFields, notFound } from '../../errors.ts';
+import { ConditionError, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
 import type { ActivityInput, ActivityService } from '../activity/activity.service.ts';
 import type { RunsService } from '../runs/runs.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import type { Category } from './categories.ts';
+import { titleCase } from './describe.ts';
 import { type MinedPattern, minePatterns } from './mine-patterns.ts';
 import {
   createPlaybooksRepository,
@@ -37,6 +39,30 @@ export interface PromoteInput {
   name?: string;
   option: 'create_only' | 'create_and_execute' | 'save_as_template';
   inputs?: Record<string, string>;
+}
+
+export interface AttachInput {
+  playbook_id: string;
+  agent_ids: string[];
+  rules?: { when?: string; mode?: 'suggest' | 'auto' };
+}
+
+/** What a run step's rule evaluation reads (the condition language's facts). */
+export interface TriggerFacts {
+  goal: string;
+  context: Record<string, unknown>;
+  inputs: Record<string, string>;
+  workflow: string;
+}
+
+/** A matched attachment, as the run engine records it on the step. */
+export interface Trigger {
+  attachment_id: string;
+  playbook_id: string;
+  name: string;
+  mode: 'suggest' | 'auto';
+  when: string;
+  text: string;
 }
 
 export interface PlaybooksDependencies {
@@ -94,6 +120,20 @@ const toStored = (pattern: MinedPattern): MinedPlaybook => ({
   quality_parts: pattern.qualityParts,
   example_run_ids: pattern.exampleRunIds,
 });
+
+/** What a trigger adds to the agent's prompt. */
+function triggerText(row: {
+  name: string;
+  description: string;
+  mode: 'suggest' | 'auto';
+  agent_pattern: string[];
+  tool_pattern: string[];
+}): string {
+  if (row.mode === 'suggest') return `Suggested playbook “${row.name}”: ${row.description}`;
+  const steps = row.agent_pattern.map((agent, index) => `${index + 1}. ${titleCase(agent)}`).join('; ');
+  const tools = row.tool_pattern.length > 0 ? ` Tools it uses: ${row.tool_pattern.join(', ')}.` : '';
+  return `Follow the playbook “${row.name}”. Its steps: ${steps}.${tools} ${row.description}`;
+}
 
 const playbookEvent = (
   row: Pick<PlaybookRecord, 'id' | 'name' | 'workspace_id'>,
@@ -251,6 +291,97 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
 
     archive: (caller: Who, id: string) => setArchived(caller, id, true),
     unarchive: (caller: Who, id: string) => setArchived(caller, id, false),
+
+    /**
+     * Binds the playbook to agents of the workspace with a rule: `when` (the condition language,
+     * default `true`) decides per run step, `mode` what the agent gets.
+     */
+    async attach(caller: Who, input: AttachInput) {
+      const playbook = await get(caller, input.playbook_id);
+      const when = input.rules?.when ?? 'true';
+      try {
+        parseCondition(when);
+      } catch (error) {
+        if (error instanceof ConditionError) throw invalid('body.rules.when', error.message);
+        throw error;
+      }
+      const existing = await repo.existingAgents(caller.workspaceId, input.agent_ids);
+      const unknown = input.agent_ids.flatMap((id, index) =>
+        existing.has(id)
+          ? []
+          : [{ field: `body.agent_ids.${index}`, message: `no agent ${id} in this workspace` }],
+      );
+      if (unknown.length > 0) throw invalidFields(unknown);
+      const mode = input.rules?.mode ?? 'suggest';
+      const attachments = await repo.attach(
+        input.agent_ids.map((agentId) => ({
+          workspace_id: caller.workspaceId,
+          playbook_id: playbook.id,
+          agent_id: agentId,
+          when,
+          mode,
+          created_by: caller.userId,
+        })),
+      );
+      return { playbook_id: playbook.id, attachments };
+    },
+
+    /** Unbinds the playbook from the agents given, or from every agent. */
+    async detach(caller: Who, input: { playbook_id: string; agent_ids?: string[] }) {
+      const playbook = await get(caller, input.playbook_id);
+      return {
+        playbook_id: playbook.id,
+        detached: await repo.detach(caller.workspaceId, playbook.id, input.agent_ids),
+      };
+    },
+
+    async attachments(caller: Who, id: string) {
+      const playbook = await get(caller, id);
+      return {
+        playbook_id: playbook.id,
+        attachments: await repo.attachmentsOf(caller.workspaceId, playbook.id),
+      };
+    },
+
+    /**
+     * For the run engine: the attachments of a run's agents, read once per run, as a function
+     * from an agent to the triggers whose rules hold for the run (with the agent's name as
+     * `agent` among the facts).
+     */
+    async triggersFor(
+      workspaceId: string,
+      agentIds: string[],
+      facts: TriggerFacts,
+    ): Promise<(agent: { id: string; name: string }) => Trigger[]> {
+      const rows = await repo.attachmentsForAgents(workspaceId, agentIds);
+      if (rows.length === 0) return () => [];
+      const tags = Array.isArray(facts.context.tags) ? facts.context.tags : [];
+      return (agent) =>
+        rows.flatMap((row) => {
+          if (row.agent_id !== agent.id) return [];
+          let holds: boolean;
+          try {
+            holds = evaluateCondition(parseCondition(row.when), { ...facts, tags, agent: agent.name });
+          } catch {
+            holds = false; // stored rules were checked when attached; never let one stop a run
+          }
+          if (!holds) return [];
+          return [
+            {
+              attachment_id: row.id,
+              playbook_id: row.playbook_id,
+              name: row.name,
+              mode: row.mode,
+              when: row.when,
+              text: triggerText(row),
+            },
+          ];
+        });
+    },
+
+    /** Counts recorded triggers, in the transaction that records them. */
+    countTriggers: (tx: Db, attachmentIds: string[]) =>
+      createPlaybooksRepository(tx).countTriggers(attachmentIds),
 
     /**
      * A workflow from the playbook: its agents (this workspace's agents of those names, in the

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ToolCallRecord } from '../../db/schema/runs.ts';
+import type { PlaybookTrigger, ToolCallRecord } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
@@ -26,6 +26,20 @@ export interface RunEngineDependencies {
   /** Waits between retries; the abort signal cuts it short. */
   wait?: (ms: number, signal: AbortSignal) => Promise<void>;
   random?: () => number;
+  /** Playbooks attached to agents: read once per run, recorded on the steps they trigger. */
+  playbooks?: {
+    triggersFor(
+      workspaceId: string,
+      agentIds: string[],
+      facts: {
+        goal: string;
+        context: Record<string, unknown>;
+        inputs: Record<string, string>;
+        workflow: string;
+      },
+    ): Promise<(agent: { id: string; name: string }) => PlaybookTrigger[]>;
+    countTriggers(tx: Db, attachmentIds: string[]): Promise<void>;
+  };
 }
 
 /** How a run ends. */
@@ -55,6 +69,8 @@ interface StepPlan {
   agent?: AgentRow;
   agentId?: string;
   last?: boolean;
+  /** Attached playbooks whose rules hold: prepended to the prompt and recorded on the step. */
+  triggers?: PlaybookTrigger[];
 }
 
 /** A step's answer, as the run stores it. */
@@ -185,6 +201,15 @@ export function createRunEngine(deps: RunEngineDependencies) {
     signal: AbortSignal,
   ): Promise<{ output: string; finished: boolean }> {
     const agents = await deps.agents.findMany(run.workspace_id, run.agent_ids);
+    const triggersOf = deps.playbooks
+      ? await deps.playbooks.triggersFor(run.workspace_id, run.agent_ids, {
+          goal: run.plan.goal,
+          context: run.context,
+          inputs: run.inputs,
+          workflow: run.workflow_name,
+        })
+      : undefined;
+    const triggers = (agent: AgentRow | undefined) => (agent && triggersOf ? triggersOf(agent) : []);
     // A first claim has no steps yet; a later one continues after the last completed.
     const steps = run.attempts === 1 ? [] : await repo.listSteps(run.id);
     const done = new Map(steps.filter((s) => s.status === 'Completed').map((s) => [s.position, s]));
@@ -196,7 +221,13 @@ export function createRunEngine(deps: RunEngineDependencies) {
         pending.map(({ id, position }) =>
           executeStep(
             run,
-            { position, agent: agents.get(id), agentId: id, prompt: agentPrompt(run) },
+            {
+              position,
+              agent: agents.get(id),
+              agentId: id,
+              prompt: agentPrompt(run),
+              triggers: triggers(agents.get(id)),
+            },
             signal,
           ),
         ),
@@ -233,6 +264,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
           agentId: id,
           prompt: agentPrompt(run, carry, agents.get(run.agent_ids[position - 1] ?? '')),
           last: position === run.agent_ids.length - 1,
+          triggers: triggers(agents.get(id)),
         },
         signal,
       );
@@ -290,6 +322,11 @@ export function createRunEngine(deps: RunEngineDependencies) {
     const { agent } = step;
     const kind = step.kind ?? 'agent';
     const label = kind === 'merge' ? 'merge' : (agent?.name ?? step.agentId ?? 'agent');
+    const triggers = step.triggers ?? [];
+    const prompt =
+      triggers.length > 0
+        ? `${triggers.map((trigger) => trigger.text).join('\n\n')}\n\n${step.prompt}`
+        : step.prompt;
     const started = await deps.commit(run, async (tx, log) => {
       const row = await createRunsRepository(tx).insertStep({
         run_id: run.id,
@@ -300,8 +337,16 @@ export function createRunEngine(deps: RunEngineDependencies) {
         agent_id: agent?.id ?? null,
         agent_name: kind === 'merge' ? null : label,
         status: 'Running',
-        prompt: step.prompt,
+        prompt,
+        playbook_triggers: triggers,
       });
+      for (const trigger of triggers) log.event('playbook.triggered', { step_id: row.id, ...trigger });
+      if (triggers.length > 0 && step.attempt === 1) {
+        await deps.playbooks?.countTriggers(
+          tx,
+          triggers.map((trigger) => trigger.attachment_id),
+        );
+      }
       log.event('step.started', {
         step_id: row.id,
         position: step.position,
@@ -333,7 +378,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
         userId: run.created_by ?? 'system',
         model: agent?.model ?? null,
         system: kind === 'merge' ? MERGE_SYSTEM : systemPrompt(agent as AgentRow),
-        messages: [{ role: 'user', content: step.prompt }],
+        messages: [{ role: 'user', content: prompt }],
         tools: agent?.tools ?? [],
         signal,
       };

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import {
+  PlaybookTriggerSchema,
   RunControlSchema,
   RunFailureReasonSchema,
   RunPlanSchema,
@@ -86,6 +87,9 @@ export const RunStepSchema = Type.Object({
   prompt: Nullable(Type.String()),
   output: Nullable(Type.String()),
   tool_calls: Type.Array(ToolCallRecordSchema),
+  playbook_triggers: Type.Array(PlaybookTriggerSchema, {
+    description: 'attached playbooks whose rules matched, and what each added to the prompt',
+  }),
   provider: Nullable(Type.String()),
   model: Nullable(Type.String()),
   tokens_in: Type.Integer(),
