@@ -44,6 +44,7 @@ import {
   runJobId,
 } from './modules/knowledge/knowledge.jobs.ts';
 import { createKnowledgeService } from './modules/knowledge/knowledge.service.ts';
+import { createNightlyMining } from './modules/playbooks/playbooks.jobs.ts';
 import { createPlaybooksService } from './modules/playbooks/playbooks.service.ts';
 import { createModelGateway } from './modules/providers/ai-gateway.ts';
 import { createProvidersService } from './modules/providers/providers.service.ts';
@@ -176,6 +177,7 @@ export async function createServices(config: Config, database: Database, options
     onAnalyzeError: (error) => log.warn({ err: error }, 'ANALYZE of the search index failed'),
   });
   const commit = createRunLog({ db, hub: eventHub, activity: { recordAll: activity.recordAll } });
+  const processOwner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const engine = createRunEngine({
     db,
     commit,
@@ -183,7 +185,7 @@ export async function createServices(config: Config, database: Database, options
     workflows,
     models: modelGateway,
     hub: eventHub,
-    owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    owner: processOwner,
     leaseMs: config.queue.runLeaseMs,
     // Playbooks are created below (they start runs); the engine reaches them when a run executes.
     playbooks: {
@@ -261,6 +263,7 @@ export async function createServices(config: Config, database: Database, options
           createRunRecovery({ runs, queue, log }),
           createCodegraphRecovery({ codegraph, queue, log }),
           createKnowledgeRecovery({ knowledge, queue, log }),
+          createNightlyMining({ playbooks, log, owner: processOwner }),
         ]),
   ];
 

@@ -14,8 +14,8 @@ import {
 } from 'drizzle-orm/pg-core';
 import { type Static, Type } from 'typebox';
 import { StringEnum } from '../../lib/typebox.ts';
-import { createdAt, updatedAt } from './columns.ts';
 import { agents } from './agents.ts';
+import { createdAt, updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
 /** The spec's six categories (section 2.4); `modules/playbooks/categories.ts` assigns them. */
@@ -115,7 +115,8 @@ export const playbooks = pgTable(
 export type PlaybookRow = typeof playbooks.$inferSelect;
 
 export const AttachmentModeSchema = StringEnum(['suggest', 'auto'] as const, {
-  description: 'suggest: the playbook’s name and description are offered to the agent; auto: its steps are injected',
+  description:
+    'suggest: the playbook’s name and description are offered to the agent; auto: its steps are injected',
 });
 
 /**
@@ -149,3 +150,26 @@ export const playbookAttachments = pgTable(
   ],
 );
 export type PlaybookAttachmentRow = typeof playbookAttachments.$inferSelect;
+
+/**
+ * A workspace's nightly mining: its schedule (null columns take the defaults) and the last
+ * slot claimed. The claim is the lock that makes a slot run once across processes: a process
+ * takes a slot by moving `slot` forward in one statement; a claim left unfinished past its
+ * lease (the process died) can be taken again, and mining again is harmless (it updates).
+ */
+export const playbookSchedules = pgTable('playbook_schedules', {
+  workspace_id: uuid('workspace_id')
+    .primaryKey()
+    .references(() => workspaces.id, { onDelete: 'cascade' }),
+  cron: varchar('cron', { length: 100 }),
+  time_zone: varchar('time_zone', { length: 64 }),
+  enabled: boolean('enabled').notNull().default(true),
+  slot: timestamp('slot', { withTimezone: true, mode: 'date' }),
+  claimed_by: varchar('claimed_by', { length: 100 }),
+  claimed_at: timestamp('claimed_at', { withTimezone: true, mode: 'date' }),
+  finished_at: timestamp('finished_at', { withTimezone: true, mode: 'date' }),
+  last_error: text('last_error'),
+  last_result: jsonb('last_result').$type<Record<string, unknown>>(),
+  updated_at: updatedAt(),
+});
+export type PlaybookScheduleRow = typeof playbookSchedules.$inferSelect;

@@ -2,7 +2,9 @@ import { and, desc, eq, getTableColumns, inArray, isNull, type SQL, sql } from '
 import {
   type PlaybookAttachmentRow,
   type PlaybookRow,
+  type PlaybookScheduleRow,
   playbookAttachments,
+  playbookSchedules,
   playbooks,
 } from '../../db/schema/playbooks.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -342,6 +344,126 @@ export function createPlaybooksRepository(db: Db) {
           )})`),
       );
       return new Set(rows.map((row) => row.id));
+    },
+
+    /** Every workspace with its nightly schedule (absent: the defaults), unless turned off. */
+    async schedules(): Promise<
+      Array<
+        { workspace_id: string; created_at: Date } & Partial<
+          Pick<PlaybookScheduleRow, 'cron' | 'time_zone' | 'slot' | 'finished_at' | 'claimed_at'>
+        >
+      >
+    > {
+      const rows = rowsOf<{
+        workspace_id: string;
+        created_at: string | Date;
+        cron: string | null;
+        time_zone: string | null;
+        slot: string | Date | null;
+        finished_at: string | Date | null;
+        claimed_at: string | Date | null;
+      }>(
+        await db.execute(sql`select w.id as workspace_id, w.created_at, s.cron, s.time_zone, s.slot, s.finished_at, s.claimed_at
+          from workspaces w left join playbook_schedules s on s.workspace_id = w.id
+          where s.enabled is distinct from false`),
+      );
+      const date = (value: string | Date | null) => (value === null ? null : new Date(value));
+      return rows.map((row) => ({
+        workspace_id: row.workspace_id,
+        created_at: new Date(row.created_at),
+        cron: row.cron,
+        time_zone: row.time_zone,
+        slot: date(row.slot),
+        finished_at: date(row.finished_at),
+        claimed_at: date(row.claimed_at),
+      }));
+    },
+
+    /**
+     * Takes the workspace's nightly slot for `owner`: only when the slot is newer than the one
+     * recorded, or the same slot's claim was never finished and is older than `leaseMs` (its
+     * process died). One statement, so of two processes at most one gets it.
+     */
+    async claimSlot(workspaceId: string, slot: Date, owner: string, leaseMs: number): Promise<boolean> {
+      const rows = rowsOf<{ workspace_id: string }>(
+        await db.execute(sql`insert into playbook_schedules (workspace_id, slot, claimed_by, claimed_at)
+          values (${workspaceId}::uuid, ${slot.toISOString()}::timestamptz, ${owner}, now())
+          on conflict (workspace_id) do update
+            set slot = excluded.slot, claimed_by = excluded.claimed_by, claimed_at = now(), finished_at = null,
+              updated_at = now()
+            where playbook_schedules.slot is null or playbook_schedules.slot < excluded.slot
+              or (playbook_schedules.slot = excluded.slot and playbook_schedules.finished_at is null
+                and playbook_schedules.claimed_at < now() - make_interval(secs => ${leaseMs / 1000}))
+          returning workspace_id`),
+      );
+      return rows.length === 1;
+    },
+
+    /** Records the end of a claimed slot (while the claim is still `owner`'s). */
+    async finishSlot(
+      workspaceId: string,
+      slot: Date,
+      owner: string,
+      outcome: { result: Record<string, unknown> } | { error: string },
+    ): Promise<void> {
+      await db
+        .update(playbookSchedules)
+        .set(
+          'error' in outcome
+            ? { last_error: outcome.error, updated_at: sql`now()` }
+            : {
+                finished_at: sql`now()`,
+                last_error: null,
+                last_result: outcome.result,
+                updated_at: sql`now()`,
+              },
+        )
+        .where(
+          and(
+            eq(playbookSchedules.workspace_id, workspaceId),
+            eq(playbookSchedules.slot, slot),
+            eq(playbookSchedules.claimed_by, owner),
+          ),
+        );
+    },
+
+    async schedule(workspaceId: string): Promise<PlaybookScheduleRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(playbookSchedules)
+        .where(eq(playbookSchedules.workspace_id, workspaceId));
+      return row;
+    },
+
+    async putSchedule(
+      workspaceId: string,
+      values: Partial<Pick<PlaybookScheduleRow, 'cron' | 'time_zone' | 'enabled'>>,
+    ): Promise<PlaybookScheduleRow> {
+      const [row] = await db
+        .insert(playbookSchedules)
+        .values({ workspace_id: workspaceId, ...values })
+        .onConflictDoUpdate({
+          target: playbookSchedules.workspace_id,
+          set: { ...values, updated_at: sql`now()` },
+        })
+        .returning();
+      if (!row) throw new Error('schedule upsert returned nothing');
+      return row;
+    },
+
+    /** Per playbook not archived: finished runs of the workflows promoted from it, and the successful ones. */
+    async usesOf(
+      workspaceId: string,
+    ): Promise<Array<{ id: string; name: string; uses: number; successes: number }>> {
+      return rowsOf<{ id: string; name: string; uses: number; successes: number }>(
+        await db.execute(sql`select p.id, p.name, count(r.id)::int as uses,
+            (count(r.id) filter (where r.status = 'Completed'))::int as successes
+          from playbooks p
+          join workflows w on w.playbook_id = p.id and w.workspace_id = p.workspace_id
+          join runs r on r.workflow_id = w.id and r.status in ('Completed', 'Failed')
+          where p.workspace_id = ${workspaceId}::uuid and p.archived_at is null
+          group by p.id, p.name`),
+      );
     },
   };
 }

@@ -12,6 +12,8 @@ import {
   PlaybookSchema,
   PromoteBody,
   PromoteResult,
+  PutScheduleBody,
+  ScheduleSchema,
   UpdatePlaybookBody,
 } from './playbooks.schemas.ts';
 import type { PlaybooksService } from './playbooks.service.ts';
@@ -169,5 +171,35 @@ export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksSe
       },
     },
     async (request) => playbooks.attachments(request.caller, request.params.id),
+  );
+
+  app.get(
+    '/playbooks/schedule',
+    {
+      schema: {
+        tags,
+        summary: 'The nightly mining schedule',
+        description:
+          'When this workspace is mined by the nightly job (default 0 2 * * * in UTC), the next run, and the outcome of the last one.',
+        response: { 200: ScheduleSchema },
+      },
+    },
+    async (request) => playbooks.schedule(request.caller),
+  );
+
+  app.put(
+    '/playbooks/schedule',
+    {
+      config: { role: 'admin' },
+      schema: {
+        tags,
+        summary: 'Change the nightly mining schedule',
+        description:
+          'Admins. A five-field cron and an IANA time zone; null goes back to the default; enabled false turns it off.',
+        body: PutScheduleBody,
+        response: { 200: ScheduleSchema },
+      },
+    },
+    async (request) => playbooks.putSchedule(request.caller, request.body),
   );
 };

@@ -221,3 +221,27 @@ export const DetachBody = Type.Object(
 );
 
 export const DetachResult = Type.Object({ playbook_id: Uuid(), detached: Type.Integer() });
+
+export const ScheduleSchema = Type.Object({
+  cron: Type.String({ description: 'five-field cron (minute hour day-of-month month day-of-week)' }),
+  time_zone: Type.String({ description: 'IANA time zone the cron is read in' }),
+  enabled: Type.Boolean(),
+  next_run_at: Nullable(Timestamp()),
+  last_slot: Nullable(Timestamp({ description: 'the last scheduled time taken by a process' })),
+  last_finished_at: Nullable(Timestamp()),
+  last_error: Nullable(Type.String()),
+  last_result: Nullable(Type.Record(Type.String(), Type.Unknown())),
+});
+
+export const PutScheduleBody = Type.Object(
+  {
+    cron: Type.Optional(
+      Nullable(Type.String({ minLength: 1, maxLength: 100, description: 'null: back to 0 2 * * *' })),
+    ),
+    time_zone: Type.Optional(
+      Nullable(Type.String({ minLength: 1, maxLength: 64, description: 'null: back to UTC' })),
+    ),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);

@@ -14,7 +14,8 @@ import {
   type PlaybookFilter,
   type PlaybookRecord,
 } from './playbooks.repository.ts';
-import { confidenceBand } from './scoring.ts';
+import { DEFAULT_SCHEDULE, nextSlot, scheduleProblems } from './schedule.ts';
+import { confidenceBand, wilsonLowerBound } from './scoring.ts';
 import { normaliseName } from './transactions.ts';
 
 type Who = Pick<Caller, 'userId' | 'workspaceId' | 'tenantId' | 'role'>;
@@ -78,6 +79,15 @@ export interface PlaybooksDependencies {
 }
 
 const DAY_MS = 86_400_000;
+/** What the nightly job mines with: the spec's recommended thresholds over the last 30 days. */
+export const NIGHTLY_MINING = {
+  min_support: 5,
+  min_confidence: 0.8,
+  top_k: 20,
+  time_range: 'last_30_days',
+} as const;
+/** A playbook with at least this many uses is archived when its success falls well below the base. */
+export const LOW_PERFORMER = { minUses: 10, pointsBelowBase: 0.05 } as const;
 const RANGE_DAYS = { last_7_days: 7, last_30_days: 30, last_90_days: 90 } as const;
 /** A promoted workflow's run timeout: the spec's 15 minutes. */
 export const PROMOTED_TIMEOUT_SECONDS = 900;
@@ -120,6 +130,35 @@ const toStored = (pattern: MinedPattern): MinedPlaybook => ({
   quality_parts: pattern.qualityParts,
   example_run_ids: pattern.exampleRunIds,
 });
+
+function presentSchedule(
+  row:
+    | {
+        cron: string | null;
+        time_zone: string | null;
+        enabled: boolean;
+        slot: Date | null;
+        finished_at: Date | null;
+        last_error: string | null;
+        last_result: Record<string, unknown> | null;
+      }
+    | undefined,
+  at: Date,
+) {
+  const cron = row?.cron ?? DEFAULT_SCHEDULE.cron;
+  const timeZone = row?.time_zone ?? DEFAULT_SCHEDULE.timeZone;
+  const enabled = row?.enabled ?? true;
+  return {
+    cron,
+    time_zone: timeZone,
+    enabled,
+    next_run_at: enabled ? nextSlot(cron, timeZone, at) : null,
+    last_slot: row?.slot ?? null,
+    last_finished_at: row?.finished_at ?? null,
+    last_error: row?.last_error ?? null,
+    last_result: row?.last_result ?? null,
+  };
+}
 
 /** What a trigger adds to the agent's prompt. */
 function triggerText(row: {
@@ -205,13 +244,18 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
     });
   }
 
-  return {
+  const service = {
     /**
      * Mines the scope's finished runs in the window and stores the best patterns in the
      * caller's workspace (updating those already there). Aborting `signal` (the client went
      * away) stops the mining thread.
      */
-    async mine(caller: Who, input: MineInput, signal?: AbortSignal) {
+    async mine(
+      caller: Who,
+      input: MineInput,
+      signal?: AbortSignal,
+      options: { quietWhenEmpty?: boolean } = {},
+    ) {
       const workspaceIds = await scopeOf(caller, input.tenant_id);
       const window = windowOf(input.time_range);
       const started = performance.now();
@@ -238,6 +282,7 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
           summary.patterns.map(toStored),
           minedAt,
         );
+        if (options.quietWhenEmpty && summary.runs === 0) return rows;
         await deps.activity.record(tx, {
           workspaceId: caller.workspaceId,
           kind: 'playbook.mined',
@@ -291,6 +336,77 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
 
     archive: (caller: Who, id: string) => setArchived(caller, id, true),
     unarchive: (caller: Who, id: string) => setArchived(caller, id, false),
+
+    /** The workspace's nightly mining schedule, with its next run and the last one's outcome. */
+    async schedule(caller: Who) {
+      return presentSchedule(await repo.schedule(caller.workspaceId), now());
+    },
+
+    /** Changes the schedule (admins); a field sent as null goes back to its default. */
+    async putSchedule(
+      caller: Who,
+      input: { cron?: string | null; time_zone?: string | null; enabled?: boolean },
+    ) {
+      const problems = scheduleProblems(input.cron ?? undefined, input.time_zone ?? undefined);
+      if (problems.length > 0) {
+        throw invalidFields(
+          problems.map((problem) => ({ field: `body.${problem.field}`, message: problem.message })),
+        );
+      }
+      const row = await repo.putSchedule(caller.workspaceId, {
+        ...(input.cron === undefined ? {} : { cron: input.cron }),
+        ...(input.time_zone === undefined ? {} : { time_zone: input.time_zone }),
+        ...(input.enabled === undefined ? {} : { enabled: input.enabled }),
+      });
+      return presentSchedule(row, now());
+    },
+
+    /** For the nightly job: every workspace's schedule, and the slot claim. */
+    schedules: () => repo.schedules(),
+    claimSlot: (workspaceId: string, slot: Date, owner: string, leaseMs: number) =>
+      repo.claimSlot(workspaceId, slot, owner, leaseMs),
+    finishSlot: (
+      workspaceId: string,
+      slot: Date,
+      owner: string,
+      outcome: { result: Record<string, unknown> } | { error: string },
+    ) => repo.finishSlot(workspaceId, slot, owner, outcome),
+
+    /**
+     * The nightly work for one workspace: mine with the recommended thresholds, then archive
+     * the low performers: playbooks with at least 10 uses (finished runs of workflows promoted
+     * from them) whose success rate's Wilson lower bound (95 %) is more than 5 points below the
+     * workspace's base success rate. Only a user unarchives them.
+     */
+    async nightly(workspaceId: string, signal?: AbortSignal) {
+      const system: Who = { userId: 'system', workspaceId, tenantId: '', role: 'owner' };
+      const mined = await service.mine(system, { ...NIGHTLY_MINING }, signal, { quietWhenEmpty: true });
+      const archived: string[] = [];
+      for (const use of await repo.usesOf(workspaceId)) {
+        const bound = wilsonLowerBound(use.successes, use.uses);
+        if (
+          use.uses < LOW_PERFORMER.minUses ||
+          bound >= mined.base_success_rate - LOW_PERFORMER.pointsBelowBase
+        )
+          continue;
+        await inTransaction(deps.db, async (tx) => {
+          const row = await createPlaybooksRepository(tx).update(workspaceId, use.id, { archived_at: now() });
+          if (!row) return;
+          await deps.activity.record(
+            tx,
+            playbookEvent(row, 'playbook.archived', 'system', {
+              reason: 'low_performer',
+              uses: use.uses,
+              successes: use.successes,
+              success_lower_bound: Math.round(bound * 10_000) / 10_000,
+              base_success_rate: mined.base_success_rate,
+            }),
+          );
+        });
+        archived.push(use.id);
+      }
+      return { runs: mined.runs, playbooks: mined.playbooks.length, archived };
+    },
 
     /**
      * Binds the playbook to agents of the workspace with a rule: `when` (the condition language,
@@ -453,6 +569,7 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
       return { workflow, run };
     },
   };
+  return service;
 }
 
 export type PlaybooksService = ReturnType<typeof createPlaybooksService>;

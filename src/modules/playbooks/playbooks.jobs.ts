@@ -1,0 +1,125 @@
+import type { Component, ComponentHealth } from '../../lifecycle.ts';
+import type { Logger } from '../../logger.ts';
+import type { PlaybooksService } from './playbooks.service.ts';
+import { DEFAULT_SCHEDULE, previousSlot } from './schedule.ts';
+
+export interface NightlyMiningOptions {
+  playbooks: Pick<PlaybooksService, 'schedules' | 'claimSlot' | 'finishSlot' | 'nightly'>;
+  log: Logger;
+  /** Names this process's claims. */
+  owner: string;
+  /** How often the schedules are looked at (60 s). */
+  intervalMs?: number;
+  /** A claim not finished after this long is taken again (its process died); 10 minutes. */
+  leaseMs?: number;
+  now?: () => Date;
+}
+
+/**
+ * The nightly mining job of every consuming process: every `intervalMs` it looks for the
+ * workspaces whose schedule has fired since their last run (a slot after the workspace was
+ * created) and runs each slot once across every process: the slot is claimed in the database
+ * first (`claimSlot`), so of several processes one mines. A process that dies mid-mine leaves
+ * its claim unfinished; after the lease another takes the slot again, and mining again only
+ * updates the same playbooks. Slots missed while no process ran are caught up once (the
+ * latest), not replayed.
+ */
+export function createNightlyMining(options: NightlyMiningOptions) {
+  const intervalMs = options.intervalMs ?? 60_000;
+  const leaseMs = options.leaseMs ?? 600_000;
+  const now = options.now ?? (() => new Date());
+  let timer: NodeJS.Timeout | undefined;
+  let lastError: string | undefined;
+  let sweeping: Promise<number> | undefined;
+  const stopping = new AbortController();
+
+  /** One look at every schedule; answers how many slots this process ran. */
+  async function sweepOnce(): Promise<number> {
+    const at = now();
+    let ran = 0;
+    for (const schedule of await options.playbooks.schedules()) {
+      if (stopping.signal.aborted) break;
+      let slot: Date;
+      try {
+        slot = previousSlot(
+          schedule.cron ?? DEFAULT_SCHEDULE.cron,
+          schedule.time_zone ?? DEFAULT_SCHEDULE.timeZone,
+          at,
+        );
+      } catch (error) {
+        options.log.warn(
+          { err: error, workspace_id: schedule.workspace_id },
+          'a nightly mining schedule cannot be read',
+        );
+        continue;
+      }
+      if (slot <= schedule.created_at) continue;
+      const recorded = schedule.slot ?? undefined;
+      if (
+        recorded &&
+        recorded >= slot &&
+        (schedule.finished_at || (schedule.claimed_at?.getTime() ?? 0) > at.getTime() - leaseMs)
+      ) {
+        continue;
+      }
+      if (!(await options.playbooks.claimSlot(schedule.workspace_id, slot, options.owner, leaseMs))) continue;
+      ran += 1;
+      try {
+        const result = await options.playbooks.nightly(schedule.workspace_id, stopping.signal);
+        await options.playbooks.finishSlot(schedule.workspace_id, slot, options.owner, { result });
+        options.log.info(
+          { workspace_id: schedule.workspace_id, slot, ...result },
+          'nightly playbook mining done',
+        );
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        options.log.warn(
+          { err: error, workspace_id: schedule.workspace_id },
+          'nightly playbook mining failed; retried after its lease',
+        );
+        await options.playbooks
+          .finishSlot(schedule.workspace_id, slot, options.owner, { error: message.slice(0, 2000) })
+          .catch(() => {});
+      }
+    }
+    return ran;
+  }
+
+  async function sweep(): Promise<number> {
+    if (sweeping) return sweeping;
+    sweeping = sweepOnce()
+      .then((ran) => {
+        lastError = undefined;
+        return ran;
+      })
+      .catch((error: unknown) => {
+        lastError = error instanceof Error ? error.message : String(error);
+        options.log.warn({ err: error }, 'the nightly mining sweep failed; it runs again shortly');
+        return 0;
+      })
+      .finally(() => {
+        sweeping = undefined;
+      });
+    return sweeping;
+  }
+
+  const component: Component & { sweep(): Promise<number> } = {
+    name: 'Nightly playbook mining',
+    sweep,
+    async start() {
+      timer = setInterval(() => void sweep(), intervalMs);
+      timer.unref();
+    },
+    async stop() {
+      clearInterval(timer);
+      stopping.abort(new Error('the process is stopping'));
+      await sweeping;
+    },
+    async health(): Promise<ComponentHealth> {
+      return lastError
+        ? { name: 'Nightly playbook mining', status: 'down', detail: lastError }
+        : { name: 'Nightly playbook mining', status: 'up' };
+    },
+  };
+  return component;
+}
