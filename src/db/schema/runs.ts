@@ -63,6 +63,16 @@ export const runs = pgTable(
     inputs: jsonb('inputs').$type<Record<string, string>>().notNull().default({}),
     context: jsonb('context').$type<Record<string, unknown>>().notNull().default({}),
     plan: jsonb('plan').$type<RunPlan>().notNull(),
+    /**
+     * Kept by the database from `plan` and `inputs` (stored generated columns), so playbook
+     * mining reads a run's configuration and filled input names without reading its goal.
+     */
+    execution_policy: jsonb('execution_policy')
+      .$type<RunPlan['execution_policy']>()
+      .generatedAlwaysAs(sql`(plan -> 'execution_policy')`),
+    input_names: jsonb('input_names')
+      .$type<string[]>()
+      .generatedAlwaysAs(sql`jsonb_path_query_array(inputs, '$.keyvalue() ? (@.value != "").key')`),
     /** The workflow's agents when the run started, in order. */
     agent_ids: uuid('agent_ids').array().notNull(),
     /** Index of the next step to execute: resume and recovery continue from here. */

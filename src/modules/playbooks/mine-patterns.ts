@@ -24,6 +24,11 @@ export interface MineOptions {
   roles?: ReadonlyMap<string, string>;
   signal?: AbortSignal;
   onProgress?: (done: number, total: number) => void;
+  /**
+   * The goals of runs whose `goal` was not loaded (mining reads goals only for the patterns it
+   * keeps: the sample their templates and category votes come from).
+   */
+  goalsOf?: (runIds: string[]) => Promise<Map<string, string>>;
 }
 
 export interface MinedPattern {
@@ -248,39 +253,50 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
       a.scored.key.localeCompare(b.scored.key),
   );
   const patterns: MinedPattern[] = [];
-  for (const { scored, matches: wins } of ranked) {
-    if (patterns.length >= options.topK) break;
-    const successes = indexesOf(wins);
-    const typical = typicalItems(successes, runItems, names, patternItem, scored.support);
-    const items = [...scored.items, ...typical].sort();
-    const grouped = itemsByKind(items);
-    const goals = successes.slice(0, GOAL_SAMPLE).map((index) => (runs[index] as MinedRun).goal);
-    const agents = usualOrder(grouped.agent, successes, runs);
-    const { category, votes } = categorise({
-      tools: grouped.tool,
-      agents: [...agents, ...agents.flatMap((agent) => options.roles?.get(agent) ?? [])],
-      contextFields: grouped.ctx,
-      goals,
-    });
-    if (options.categories && (category === null || !options.categories.includes(category))) continue;
-    const pattern = {
-      ...scored,
-      items,
-      agents,
-      contextFields: grouped.ctx,
-      inputs: grouped.in,
-      configuration: Object.fromEntries(
-        grouped.cfg.map((setting) => setting.split('=', 2) as [string, string]),
-      ),
-      goalTemplate: goalTemplate(goals),
-    };
-    patterns.push({
-      ...pattern,
-      name: playbookName(agents, pattern.tools),
-      description: playbookDescription({ ...pattern, baseSuccessRate: baseline.successRate }),
-      category,
-      categoryVotes: votes,
-    });
+  // In chunks: a chunk's goal sample is read at once, and a category filter may need more.
+  for (let start = 0; start < ranked.length && patterns.length < options.topK; start += options.topK) {
+    const chunk = ranked.slice(start, start + options.topK).map((entry) => ({
+      ...entry,
+      successes: indexesOf(entry.matches),
+    }));
+    const goalOf = await goalReader(
+      chunk.flatMap((entry) => entry.successes.slice(0, GOAL_SAMPLE)),
+      runs,
+      options.goalsOf,
+    );
+    for (const { scored, successes } of chunk) {
+      if (patterns.length >= options.topK) break;
+      const typical = typicalItems(successes, runItems, names, patternItem, scored.support);
+      const items = [...scored.items, ...typical].sort();
+      const grouped = itemsByKind(items);
+      const goals = successes.slice(0, GOAL_SAMPLE).map(goalOf);
+      const agents = usualOrder(grouped.agent, successes, runs);
+      const { category, votes } = categorise({
+        tools: grouped.tool,
+        agents: [...agents, ...agents.flatMap((agent) => options.roles?.get(agent) ?? [])],
+        contextFields: grouped.ctx,
+        goals,
+      });
+      if (options.categories && (category === null || !options.categories.includes(category))) continue;
+      const pattern = {
+        ...scored,
+        items,
+        agents,
+        contextFields: grouped.ctx,
+        inputs: grouped.in,
+        configuration: Object.fromEntries(
+          grouped.cfg.map((setting) => setting.split('=', 2) as [string, string]),
+        ),
+        goalTemplate: goalTemplate(goals),
+      };
+      patterns.push({
+        ...pattern,
+        name: playbookName(agents, pattern.tools),
+        description: playbookDescription({ ...pattern, baseSuccessRate: baseline.successRate }),
+        category,
+        categoryVotes: votes,
+      });
+    }
   }
   return {
     runs: n,
@@ -293,6 +309,23 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
     itemsets: mined.itemsets.length,
     patterns,
     tookMs: { mining: Math.round(miningMs), scoring: Math.round(performance.now() - started - miningMs) },
+  };
+}
+
+/** The goal of a run by index: loaded with the run, or read for the sample through `goalsOf`. */
+async function goalReader(
+  indexes: readonly number[],
+  runs: readonly MinedRun[],
+  goalsOf: MineOptions['goalsOf'],
+): Promise<(index: number) => string> {
+  const missing = indexes.filter((index) => (runs[index] as MinedRun).goal === undefined);
+  const read =
+    missing.length > 0 && goalsOf
+      ? await goalsOf([...new Set(missing.map((index) => (runs[index] as MinedRun).id))])
+      : new Map<string, string>();
+  return (index) => {
+    const run = runs[index] as MinedRun;
+    return run.goal ?? read.get(run.id) ?? '';
   };
 }
 

@@ -271,6 +271,7 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
         minConfidence: input.min_confidence,
         topK: input.top_k,
         roles,
+        goalsOf: (runIds) => repo.goalsOf(workspaceIds, runIds),
         ...(input.categories ? { categories: input.categories } : {}),
         ...(signal ? { signal } : {}),
       });

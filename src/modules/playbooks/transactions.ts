@@ -26,7 +26,8 @@ export interface MinedRun {
   mode: string;
   error_handling: string;
   timeout_seconds: number;
-  goal: string;
+  /** The run's goal; absent when mining reads goals only for the patterns it keeps. */
+  goal?: string;
   duration_ms: number | null;
   cost: number;
 }

@@ -1,0 +1,2 @@
+ALTER TABLE "runs" ADD COLUMN "execution_policy" jsonb GENERATED ALWAYS AS ((plan -> 'execution_policy')) STORED;--> statement-breakpoint
+ALTER TABLE "runs" ADD COLUMN "input_names" jsonb GENERATED ALWAYS AS (jsonb_path_query_array(inputs, '$.keyvalue() ? (@.value != "").key')) STORED;
