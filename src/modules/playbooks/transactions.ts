@@ -13,24 +13,13 @@
  * | `cfg:errors=<e>` | error handling: stop, continue, retry |
  * | `cfg:timeout=<t>` | run timeout, discretised: short (< 5 min), standard (5 to 30), long (> 30) |
  */
+import type { FinishedRun } from './playbooks.repository.ts';
 
-/** What mining reads of a finished run. */
-export interface MinedRun {
-  id: string;
-  succeeded: boolean;
-  agents_used: string[];
-  tools_used: string[];
-  context_fields: string[];
-  /** Names of the goal inputs the run filled (values are never read). */
-  inputs: string[];
-  mode: string;
-  error_handling: string;
-  timeout_seconds: number;
+/** What mining reads of a finished run (as the repository loads it), and maybe its goal. */
+export type MinedRun = FinishedRun & {
   /** The run's goal; absent when mining reads goals only for the patterns it keeps. */
   goal?: string;
-  duration_ms: number | null;
-  cost: number;
-}
+};
 
 /** The kinds of item, the part of an item before its first colon. */
 export const ITEM_KINDS = ['agent', 'tool', 'seq', 'ctx', 'in', 'cfg'] as const;
