@@ -132,6 +132,26 @@ describe('POST /api/playbooks/mine', () => {
     expect(new Set(keys).size).toBe(keys.length);
   });
 
+  it('stops mining when its caller goes away, storing nothing', async () => {
+    const erin = await t.newWorkspace('erin-mining');
+    await generateRuns(t.database.db, erin.workspaceId, { seed: 9, planted: PLANTED, noise: 20 });
+    const caller = {
+      userId: 'erin-mining',
+      workspaceId: erin.workspaceId,
+      tenantId: '',
+      role: 'owner' as const,
+    };
+    const gone = new AbortController();
+    const mining = t.services.playbooks.mine(
+      caller,
+      { min_support: 5, min_confidence: 0.8, top_k: 20 },
+      gone.signal,
+    );
+    gone.abort(new Error('the client closed the connection'));
+    await expect(mining).rejects.toThrow('the client closed the connection');
+    expect((await t.call(erin, 'GET', '/api/playbooks')).json().total).toBe(0);
+  });
+
   it('refuses out-of-range parameters with a 400 naming the field', async () => {
     for (const [body, field] of [
       [{ min_support: 2 }, 'body.min_support'],

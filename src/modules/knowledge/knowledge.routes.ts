@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { abortedWhenClientLeaves } from '../../http/client-gone.ts';
 import { IdParams } from '../../http/schemas.ts';
 import {
   CreateSourceBody,
@@ -223,11 +224,11 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<KnowledgeRoutesOptions> 
       async (request, reply) => {
         const form = await readUploadForm(request, uploadMaxBytes);
         // Extraction stops when the client goes away before the answer.
-        const gone = new AbortController();
-        reply.raw.once('close', () => {
-          if (!reply.raw.writableFinished) gone.abort(new Error('the client closed the connection'));
-        });
-        const { document, created } = await knowledge.upload(request.caller, form, gone.signal);
+        const { document, created } = await knowledge.upload(
+          request.caller,
+          form,
+          abortedWhenClientLeaves(reply),
+        );
         return reply
           .status(created ? 201 : 200)
           .header('location', `/api/documents/${document.id}`)

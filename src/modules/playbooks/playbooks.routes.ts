@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { abortedWhenClientLeaves } from '../../http/client-gone.ts';
 import { IdParams } from '../../http/schemas.ts';
 import {
   AttachBody,
@@ -52,18 +53,7 @@ export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksSe
         response: { 200: MineResult },
       },
     },
-    async (request) => {
-      const aborted = new AbortController();
-      const onClose = () => {
-        if (!request.raw.complete || request.raw.destroyed) aborted.abort(new Error('the client went away'));
-      };
-      request.raw.socket?.once('close', onClose);
-      try {
-        return await playbooks.mine(request.caller, request.body, aborted.signal);
-      } finally {
-        request.raw.socket?.off('close', onClose);
-      }
-    },
+    async (request, reply) => playbooks.mine(request.caller, request.body, abortedWhenClientLeaves(reply)),
   );
 
   app.post(
