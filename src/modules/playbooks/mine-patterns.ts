@@ -121,24 +121,19 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
   const n = runs.length;
   const words = (n + 31) >>> 5;
 
-  // Every run's items as ids, one bit set per item over the runs, and the success bits.
+  // Every run's items as ids (one flat table), and the success bits.
   const encoder = new ItemEncoder();
   const names = encoder.names;
-  const itemBits: Uint32Array[] = [];
-  const runItems: Int32Array[] = new Array(n);
+  const itemOffsets = new Int32Array(n + 1);
+  const allItems: number[] = [];
   const succeeded = new Uint32Array(words);
   let successCount = 0;
   let successCost = 0;
   let successDuration = 0;
   for (let index = 0; index < n; index += 1) {
     const run = runs[index] as MinedRun;
-    const encoded = Int32Array.from(encoder.encode(run));
-    for (const id of encoded) {
-      while (itemBits.length <= id) itemBits.push(new Uint32Array(words));
-      const bits = itemBits[id] as Uint32Array;
-      bits[index >>> 5] = (bits[index >>> 5] as number) | (1 << (index & 31));
-    }
-    runItems[index] = encoded;
+    for (const id of encoder.encode(run)) allItems.push(id);
+    itemOffsets[index + 1] = allItems.length;
     if (run.succeeded) {
       succeeded[index >>> 5] = (succeeded[index >>> 5] as number) | (1 << (index & 31));
       successCount += 1;
@@ -146,6 +141,9 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
       successDuration += run.duration_ms ?? 0;
     }
   }
+  const runItems = Int32Array.from(allItems);
+  allItems.length = 0;
+  const itemsOf = (index: number) => runItems.subarray(itemOffsets[index], itemOffsets[index + 1]);
   const baseline: Baseline = {
     successRate: average(successCount, n),
     averageCost: average(successCost, successCount),
@@ -159,7 +157,7 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
   let row = 0;
   for (let index = 0; index < n; index += 1) {
     if (!(runs[index] as MinedRun).succeeded) continue;
-    for (const id of runItems[index] as Int32Array) if (patternItem[id]) flat.push(id);
+    for (const id of itemsOf(index)) if (patternItem[id]) flat.push(id);
     row += 1;
     offsets[row] = flat.length;
   }
@@ -179,6 +177,20 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
       : { itemsets: [] as [number[], number][] };
   const miningMs = performance.now() - started;
 
+  // Bit sets over all runs only for the items of mined itemsets: those are frequent, so their
+  // number is bounded by the data, whereas one set per distinct item (a context field name
+  // per run, say) would take gigabytes.
+  const itemBits = new Map<number, Uint32Array>();
+  for (const [itemIds] of mined.itemsets) {
+    for (const id of itemIds) if (!itemBits.has(id)) itemBits.set(id, new Uint32Array(words));
+  }
+  for (let index = 0; index < n; index += 1) {
+    for (const id of itemsOf(index)) {
+      const bits = itemBits.get(id);
+      if (bits) bits[index >>> 5] = (bits[index >>> 5] as number) | (1 << (index & 31));
+    }
+  }
+
   // Measure against every run, keep what passes, and the best of each core.
   const best = new Map<string, { scored: Scored; matches: Uint32Array }>();
   const matches = new Uint32Array(words);
@@ -186,9 +198,9 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
     options.signal?.throwIfAborted();
     const items = itemIds.map((id) => names[id] as string).sort();
     if (!items.some((item) => item.startsWith('agent:'))) continue;
-    matches.set(itemBits[itemIds[0] as number] as Uint32Array);
+    matches.set(itemBits.get(itemIds[0] as number) as Uint32Array);
     for (let k = 1; k < itemIds.length; k += 1) {
-      const bits = itemBits[itemIds[k] as number] as Uint32Array;
+      const bits = itemBits.get(itemIds[k] as number) as Uint32Array;
       for (let w = 0; w < words; w += 1) matches[w] = (matches[w] as number) & (bits[w] as number);
     }
     let matching = 0;
@@ -266,7 +278,7 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
     );
     for (const { scored, successes } of chunk) {
       if (patterns.length >= options.topK) break;
-      const typical = typicalItems(successes, runItems, names, patternItem, scored.support);
+      const typical = typicalItems(successes, itemsOf, names, patternItem, scored.support);
       const items = [...scored.items, ...typical].sort();
       const grouped = itemsByKind(items);
       const goals = successes.slice(0, GOAL_SAMPLE).map(goalOf);
@@ -332,14 +344,14 @@ async function goalReader(
 /** Context, input and configuration items that at least half of the pattern's successes had. */
 function typicalItems(
   successes: readonly number[],
-  runItems: readonly Int32Array[],
+  itemsOf: (index: number) => Int32Array,
   names: readonly string[],
   patternItem: readonly boolean[],
   support: number,
 ): string[] {
   const counts = new Map<number, number>();
   for (const index of successes) {
-    for (const id of runItems[index] as Int32Array) {
+    for (const id of itemsOf(index)) {
       if (!patternItem[id]) counts.set(id, (counts.get(id) ?? 0) + 1);
     }
   }

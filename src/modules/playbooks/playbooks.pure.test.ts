@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { categorise, wordsOf } from './categories.ts';
 import { goalTemplate, playbookName } from './describe.ts';
+import { minePatterns } from './mine-patterns.ts';
 import { confidenceBand, qualityOf, wilsonLowerBound } from './scoring.ts';
 import { coreOf, type MinedRun, transactionOf } from './transactions.ts';
 
@@ -138,5 +139,25 @@ describe('describe', () => {
     expect(goalTemplate(['Same goal', 'Same goal'])).toBe('Same goal');
     expect(goalTemplate(['alpha', 'beta'])).toBe('{{goal}}');
     expect(goalTemplate([])).toBe('{{goal}}');
+  });
+});
+
+describe('minePatterns', () => {
+  it('keeps memory bounded when every run has a context field of its own', async () => {
+    const runs = Array.from({ length: 60_000 }, (_, index) =>
+      run({ id: `r${index}`, context_fields: [`field_${index}`], succeeded: index % 10 !== 0 }),
+    );
+    const before = process.memoryUsage().arrayBuffers;
+    let peak = before;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().arrayBuffers);
+    }, 5);
+    const summary = await minePatterns(runs, { minSupport: 5, minConfidence: 0.8, topK: 5 });
+    clearInterval(sampler);
+    peak = Math.max(peak, process.memoryUsage().arrayBuffers);
+    // One bit set per distinct item would be 60,000 sets of 7.5 kB: 450 MB.
+    expect(peak - before).toBeLessThan(64 * 1024 * 1024);
+    expect(summary.patterns[0]).toMatchObject({ agents: ['planner', 'coder', 'reviewer'], support: 54_000 });
+    expect(summary.patterns[0]?.contextFields).toEqual([]);
   });
 });
