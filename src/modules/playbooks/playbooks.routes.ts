@@ -83,6 +83,8 @@ export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksSe
       schema: {
         tags,
         summary: 'Get a playbook',
+        description:
+          'One playbook of the current workspace, with its patterns, figures, quality parts and category votes; another workspace’s is 404.',
         params: IdParams,
         response: { 200: PlaybookSchema },
       },
@@ -108,7 +110,14 @@ export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksSe
   app.post(
     '/playbooks/:id/archive',
     {
-      schema: { tags, summary: 'Archive a playbook', params: IdParams, response: { 200: PlaybookSchema } },
+      schema: {
+        tags,
+        summary: 'Archive a playbook',
+        description:
+          'Hides it from lists (unless include_archived) and from agents it is attached to; mining again keeps it archived.',
+        params: IdParams,
+        response: { 200: PlaybookSchema },
+      },
     },
     async (request) => playbooks.archive(request.caller, request.params.id),
   );
@@ -116,7 +125,13 @@ export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksSe
   app.post(
     '/playbooks/:id/unarchive',
     {
-      schema: { tags, summary: 'Unarchive a playbook', params: IdParams, response: { 200: PlaybookSchema } },
+      schema: {
+        tags,
+        summary: 'Unarchive a playbook',
+        description: 'Shows it again, including one the nightly job archived as a low performer.',
+        params: IdParams,
+        response: { 200: PlaybookSchema },
+      },
     },
     async (request) => playbooks.unarchive(request.caller, request.params.id),
   );
@@ -156,6 +171,7 @@ export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksSe
       schema: {
         tags,
         summary: 'The agents a playbook is attached to',
+        description: 'Each attachment with its rule, mode and how many run steps it triggered.',
         params: IdParams,
         response: { 200: AttachmentsResult },
       },
