@@ -133,9 +133,9 @@ for (const engine of engines) {
       const result = response.json();
       const line = `| ${engine} | ${generated.count.toLocaleString('en')} | ${writeSeconds.toFixed(1)} s | ${
         result.took_ms.load
-      } | ${result.took_ms.mining} | ${result.took_ms.scoring} | ${result.took_ms.store} | **${Math.round(
+      } | ${result.took_ms.transactions} | ${result.took_ms.mining} | ${result.took_ms.scoring} | ${result.took_ms.store} | **${Math.round(
         total,
-      )}** | ${mb(peak)} | ${result.playbooks.length} |`;
+      )}** | ${mb(before)} | ${mb(peak)} (+${mb(peak - before)}) | ${result.playbooks.length} |`;
       rows.push(line);
       console.log(line);
     }
@@ -145,8 +145,8 @@ for (const engine of engines) {
 }
 
 console.log(
-  '\n| engine | runs | generating (not timed) | load ms | mining ms | scoring ms | store ms | total ms | peak RSS MB | playbooks |',
+  '\n| engine | runs | generating (not timed) | load ms | transactions ms | mining ms | scoring ms | store ms | total ms | RSS before MB | peak RSS MB (added) | playbooks |',
 );
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const row of rows) console.log(row);
 console.log('\nTarget: 100,000 runs under 1 s end to end on PostgreSQL, memory under 300 MB.');

@@ -113,8 +113,9 @@ export const MineResult = Type.Object({
   base_success_rate: Type.Number(),
   itemsets: Type.Integer({ description: 'closed frequent itemsets found before filtering and merging' }),
   took_ms: Type.Object({
-    load: Type.Integer(),
-    mining: Type.Integer(),
+    load: Type.Integer({ description: 'reading the runs' }),
+    transactions: Type.Integer({ description: 'runs into transactions' }),
+    mining: Type.Integer({ description: 'FP-Growth in its worker thread' }),
     scoring: Type.Integer(),
     store: Type.Integer(),
   }),

@@ -302,6 +302,7 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
         itemsets: summary.itemsets,
         took_ms: {
           load: Math.round(loaded - started),
+          transactions: summary.tookMs.transactions,
           mining: summary.tookMs.mining,
           scoring: summary.tookMs.scoring,
           store: Math.round(performance.now() - storing),
