@@ -17,6 +17,7 @@ import { runAsWorkStartedAt } from './lib/request-order.ts';
 import { loggerOptions } from './logger.ts';
 import { activityRoutes } from './modules/activity/activity.routes.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
+import { analyticsRoutes } from './modules/analytics/analytics.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
@@ -101,6 +102,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });
       await api.register(runsRoutes, { runs: services.runs });
+      await api.register(analyticsRoutes, { analytics: services.analytics });
       await api.register(activityRoutes, {
         activity: services.activity,
         pingIntervalMs: config.wsPingIntervalMs,
