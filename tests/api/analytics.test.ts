@@ -167,9 +167,9 @@ describe('GET /api/analytics/overview', () => {
       success_rate: 2 / 3,
       input_tokens: 350,
       output_tokens: 160,
-      // durations 1000, 2000, 3000, 4000 (the running run has none): interpolated percentiles
-      latency_p50_ms: 2500,
-      latency_p95_ms: 3850,
+      // finished runs' durations 1000, 2000, 3000 (not the cancelled one): interpolated percentiles
+      latency_p50_ms: 2000,
+      latency_p95_ms: 2900,
       conversations: 1,
       messages: 3,
     });

@@ -21,7 +21,7 @@ export interface RunAggregate {
   input_tokens: number;
   output_tokens: number;
   cost: number;
-  /** Over runs that recorded a duration; null when none did. */
+  /** Over the duration_ms of runs that finished (Completed or Failed); null when none did. */
   latency_p50_ms: number | null;
   latency_p95_ms: number | null;
 }
@@ -64,8 +64,10 @@ const RUN_COLUMNS = sql`count(*)::int as runs,
   coalesce(sum(tokens_in), 0)::float8 as input_tokens,
   coalesce(sum(tokens_out), 0)::float8 as output_tokens,
   coalesce(sum(cost), 0)::float8 as cost,
-  percentile_cont(0.5) within group (order by duration_ms) as latency_p50_ms,
-  percentile_cont(0.95) within group (order by duration_ms) as latency_p95_ms`;
+  percentile_cont(0.5) within group (order by duration_ms)
+    filter (where status in ('Completed', 'Failed')) as latency_p50_ms,
+  percentile_cont(0.95) within group (order by duration_ms)
+    filter (where status in ('Completed', 'Failed')) as latency_p95_ms`;
 
 type Raw = Record<string, unknown>;
 const num = (value: unknown): number => Number(value ?? 0);
