@@ -39,7 +39,10 @@ const RunFigures = {
   input_tokens: Type.Integer(),
   output_tokens: Type.Integer(),
   cost: Type.Number({ description: 'in the providers’ currency (USD)' }),
-  latency_p50_ms: Nullable(Type.Number(), 'median duration_ms of finished (Completed or Failed) runs; null when none'),
+  latency_p50_ms: Nullable(
+    Type.Number(),
+    'median duration_ms of finished (Completed or Failed) runs; null when none',
+  ),
   latency_p95_ms: Nullable(Type.Number()),
   conversations: Type.Integer({ description: 'chat conversations started in the window' }),
   messages: Type.Integer({ description: 'chat messages written in the window' }),
