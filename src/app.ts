@@ -10,6 +10,7 @@ import { registerAuth } from './http/auth.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { MAX_RAW_PARAM_LENGTH, registerInputGuard } from './http/input-guard.ts';
 import { registerOpenApiConventions, swaggerOptions } from './http/openapi.ts';
+import { registerPrometheus } from './http/prometheus.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { createValidatorCompiler } from './http/validation.ts';
@@ -94,6 +95,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   await app.register(swagger, swaggerOptions(config.auth.mode));
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
+  registerPrometheus(app);
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
   await app.register(
     async (api) => {

@@ -199,3 +199,17 @@ describe('GET /api/system/metrics: isolation', () => {
     expect((await t.call(undefined, 'GET', '/api/system/metrics')).statusCode).toBe(401);
   });
 });
+
+describe('GET /metrics (Prometheus)', () => {
+  it('answers the process figures and request durations by route pattern, in the text format', async () => {
+    await t.call(await t.newWorkspace(), 'GET', '/api/system/metrics');
+    const response = await t.call(undefined, 'GET', '/metrics');
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toContain('text/plain');
+    expect(response.body).toContain('# TYPE process_cpu_user_seconds_total counter');
+    expect(response.body).toMatch(
+      /http_server_request_duration_seconds_count\{http_request_method="GET",http_route="\/api\/system\/metrics",http_response_status_code="200"\} \d+/,
+    );
+    expect(response.body).not.toContain(t.owner.workspaceId);
+  });
+});
