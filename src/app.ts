@@ -95,7 +95,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   await app.register(swagger, swaggerOptions(config.auth.mode));
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  registerPrometheus(app);
+  registerPrometheus(app, { token: config.metricsToken });
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
   await app.register(
     async (api) => {
