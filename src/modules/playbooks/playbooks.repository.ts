@@ -88,7 +88,9 @@ export function createPlaybooksRepository(db: Db) {
       // of the plan's fields about 1 s. Names are JSON-encoded, so none can break the framing.
       const [row] = rowsOf<{ runs: string | null }>(
         await db.execute(sql`select '[' || string_agg(concat('["', id, '",', (status = 'Completed')::text, ',',
-              coalesce(duration_ms::text, 'null'), ',', to_json(cost), ',', coalesce(execution_policy, '{}'::jsonb), ',',
+              coalesce(duration_ms::text, 'null'), ',', to_json(cost), ',',
+              to_json(concat_ws('|', execution_policy->>'mode', execution_policy->>'error_handling',
+                execution_policy->>'timeout_seconds')), ',',
               to_json(agents_used), ',', to_json(tools_used), ',', to_json(context_fields), ',',
               coalesce(input_names, '[]'::jsonb), ']'), ',') || ']' as runs
           from (select * from runs
@@ -101,18 +103,32 @@ export function createPlaybooksRepository(db: Db) {
             limit ${MAX_MINED_RUNS}) r`),
       );
       if (!row?.runs) return [];
-      type Policy = { mode?: string; error_handling?: string; timeout_seconds?: number };
+      // The policy as `mode|error_handling|timeout_seconds`: a tenth of the text its JSON took.
       type Packed = [
         string,
         boolean,
         number | null,
         number | string,
-        Policy,
+        string,
         string[],
         string[],
         string[],
         string[],
       ];
+      const policies = new Map<string, { mode: string; error_handling: string; timeout_seconds: number }>();
+      const policyOf = (text: string) => {
+        let policy = policies.get(text);
+        if (!policy) {
+          const [mode, errorHandling, timeout] = text.split('|');
+          policy = {
+            mode: mode || 'sequential',
+            error_handling: errorHandling || 'stop',
+            timeout_seconds: Number(timeout) || 900,
+          };
+          policies.set(text, policy);
+        }
+        return policy;
+      };
       return (JSON.parse(row.runs) as Packed[]).map(
         ([id, succeeded, duration, cost, policy, agents, tools, context, inputs]) => ({
           id,
@@ -121,9 +137,7 @@ export function createPlaybooksRepository(db: Db) {
           tools_used: tools,
           context_fields: context,
           inputs,
-          mode: policy.mode ?? 'sequential',
-          error_handling: policy.error_handling ?? 'stop',
-          timeout_seconds: policy.timeout_seconds ?? 900,
+          ...policyOf(policy),
           duration_ms: duration,
           cost: Number(cost),
         }),
