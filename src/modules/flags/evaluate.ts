@@ -167,10 +167,10 @@ export function compileFlag(key: string, definition: FlagDefinition): CompiledFl
 /** Resolves a flag for `context` (see the header for the order of decisions). */
 export function evaluateFlag(flag: CompiledFlag, context: EvaluationContext): Resolution {
   const { definition } = flag;
-  const valueOf = (variant: string) =>
+  const variantValue = (variant: string) =>
     variant === DEFAULT_VARIANT ? definition.default : definition.variants[variant];
   const served = (variant: string, reason: FlagReason): Resolution => ({
-    value: valueOf(variant),
+    value: variantValue(variant),
     variant,
     reason,
   });
