@@ -183,6 +183,10 @@ describe('PUT /api/settings/flags/{key}', () => {
     expect(problem(response).code).toBe('insufficient_role');
     expect((await t.call(member, 'GET', '/api/settings/flags/member.flag')).statusCode).toBe(404);
     expect((await evaluate(member, 'search.keyword_only')).statusCode).toBe(200);
+    const viewer = await buildMember(t, alice, { role: 'viewer' });
+    expect((await t.call(viewer, 'GET', '/api/settings/flags')).statusCode).toBe(200);
+    expect((await evaluate(viewer, 'search.keyword_only')).statusCode).toBe(200);
+    expect((await put(viewer, 'member.flag', { type: 'boolean', default: true })).statusCode).toBe(403);
   });
 
   it('keeps workspaces apart: another workspace’s flag is invisible, and the same key is its own', async () => {

@@ -80,11 +80,13 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
   app.post(
     '/settings/flags/:key/evaluate',
     {
+      // A read, though a POST (the context is a body): viewers may evaluate.
+      config: { role: 'viewer' },
       schema: {
         tags,
         summary: 'Evaluate a feature flag',
         description:
-          'Resolves the flag for an evaluation context, in OpenFeature’s shape: value, variant and reason (STATIC, TARGETING_MATCH, SPLIT, DEFAULT or DISABLED). Rules test the context’s attributes; splits bucket `targeting_key` (the caller’s user id when absent) into 10,000 sticky buckets. Any member may evaluate.',
+          'Resolves the flag for an evaluation context, in OpenFeature’s shape: value, variant and reason (STATIC, TARGETING_MATCH, SPLIT, DEFAULT or DISABLED). Rules test the context’s attributes; splits bucket `targeting_key` (the caller’s user id when absent) into 10,000 sticky buckets. Any member, viewers included, may evaluate.',
         params: FlagKeyParams,
         body: Type.Optional(EvaluateFlagBody),
         response: { 200: ResolutionSchema },
