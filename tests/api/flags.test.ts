@@ -177,6 +177,17 @@ describe('PUT /api/settings/flags/{key}', () => {
     expect((await t.call(alice, 'GET', '/api/settings/flags/etag.none')).statusCode).toBe(404);
   });
 
+  it('lets exactly one of two writes racing on the same If-Match through', async () => {
+    await put(alice, 'etag.race', { type: 'number', default: 0 });
+    const answers = await Promise.all(
+      [1, 2].map((value) => put(alice, 'etag.race', { type: 'number', default: value }, '"1"')),
+    );
+    expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 412]);
+    const winner = answers.find((a) => a.statusCode === 200)?.json();
+    const stored = (await t.call(alice, 'GET', '/api/settings/flags/etag.race')).json();
+    expect(stored).toMatchObject({ version: 2, default: winner.default });
+  });
+
   it('is for admins: a member reads and evaluates but cannot write', async () => {
     const response = await put(member, 'member.flag', { type: 'boolean', default: true });
     expect(response.statusCode).toBe(403);
