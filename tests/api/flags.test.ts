@@ -284,6 +284,22 @@ describe('POST /api/settings/flags/{key}/evaluate', () => {
     expect((await evaluate(member, 'eval.rollout')).json()).toEqual(mine);
   });
 
+  it('evaluates every flag of the workspace at once, and only that workspace’s', async () => {
+    const response = await t.call(member, 'POST', '/api/settings/flags/evaluate', {
+      context: { plan: 'enterprise', targeting_key: 'u7' },
+    });
+    expect(response.statusCode, response.body).toBe(200);
+    const { items } = response.json();
+    const keys = items.map((item: { key: string }) => item.key);
+    expect(keys).toEqual([...keys].sort());
+    expect(keys).toContain('search.keyword_only');
+    expect(items.find((item: { key: string }) => item.key === 'eval.rollout')).toEqual(
+      (await evaluate(member, 'eval.rollout', { targeting_key: 'u7' })).json(),
+    );
+    const bobs = (await t.call(bob, 'POST', '/api/settings/flags/evaluate', {})).json();
+    expect(bobs.items.map((item: { key: string }) => item.key)).not.toContain('eval.rollout');
+  });
+
   it('validates the context and names unknown flags', async () => {
     const bad = await t.call(member, 'POST', '/api/settings/flags/eval.rollout/evaluate', { context: 'x' });
     expect(bad.statusCode).toBe(400);

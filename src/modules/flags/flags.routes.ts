@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import {
   EvaluateFlagBody,
   FlagKeyParams,
@@ -8,6 +7,7 @@ import {
   ListFlagsQuery,
   PutFlagBody,
   PutFlagHeaders,
+  ResolutionList,
   ResolutionSchema,
 } from './flags.schemas.ts';
 import type { FlagsService } from './flags.service.ts';
@@ -88,10 +88,26 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
         description:
           'Resolves the flag for an evaluation context, in OpenFeature’s shape: value, variant and reason (STATIC, TARGETING_MATCH, SPLIT, DEFAULT or DISABLED). Rules test the context’s attributes; splits bucket `targeting_key` (the caller’s user id when absent) into 10,000 sticky buckets. Any member, viewers included, may evaluate.',
         params: FlagKeyParams,
-        body: Type.Optional(EvaluateFlagBody),
+        body: EvaluateFlagBody,
         response: { 200: ResolutionSchema },
       },
     },
-    async (request) => flags.evaluate(request.caller, request.params.key, request.body?.context ?? {}),
+    async (request) => flags.evaluate(request.caller, request.params.key, request.body.context ?? {}),
+  );
+
+  app.post(
+    '/settings/flags/evaluate',
+    {
+      config: { role: 'viewer' },
+      schema: {
+        tags,
+        summary: 'Evaluate every feature flag',
+        description:
+          'Resolves every flag of the workspace (the built-in ones included) for one evaluation context, as POST /settings/flags/{key}/evaluate does for one: a client fetches all its switches in one request.',
+        body: EvaluateFlagBody,
+        response: { 200: ResolutionList },
+      },
+    },
+    async (request) => flags.evaluateAll(request.caller, request.body.context ?? {}),
   );
 };

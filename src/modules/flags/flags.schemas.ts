@@ -148,3 +148,7 @@ export const ResolutionSchema = Type.Object({
     }),
   ),
 });
+
+export const ResolutionList = Type.Object({
+  items: Type.Array(ResolutionSchema, { description: 'every flag of the workspace, by key' }),
+});

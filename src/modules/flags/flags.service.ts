@@ -128,6 +128,27 @@ export function createFlagsService(deps: FlagsDependencies) {
     return isBuiltIn(key) ? builtInView(key) : undefined;
   }
 
+  /** The workspace's stored flags and the built-in ones it did not store, by key. */
+  async function allFlags(workspaceId: string): Promise<FlagView[]> {
+    const stored = (await repo.list(workspaceId)).map(fromRow);
+    const storedKeys = new Set(stored.map((flag) => flag.key));
+    const builtIns = (Object.keys(BUILT_IN_FLAGS) as BuiltInFlag[])
+      .filter((key) => !storedKeys.has(key))
+      .map(builtInView);
+    return [...stored, ...builtIns].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  /** What rules read: the context, the caller's user and workspace, the unit splits bucket. */
+  const factsFor = (
+    caller: Pick<Caller, 'workspaceId' | 'userId'>,
+    context: EvaluationContext,
+  ): EvaluationContext => ({
+    user_id: caller.userId,
+    ...context,
+    workspace_id: caller.workspaceId,
+    targeting_key: context.targeting_key ?? caller.userId,
+  });
+
   async function resolve(
     caller: Pick<Caller, 'workspaceId' | 'userId'>,
     key: string,
@@ -135,24 +156,13 @@ export function createFlagsService(deps: FlagsDependencies) {
   ): Promise<Resolution & { key: string }> {
     const flag = await find(caller.workspaceId, key);
     if (!flag) throw notFound('flag', key);
-    const facts: EvaluationContext = {
-      user_id: caller.userId,
-      ...context,
-      workspace_id: caller.workspaceId,
-      targeting_key: context.targeting_key ?? caller.userId,
-    };
-    return { key, ...evaluateFlag(compileFlag(key, flag), facts) };
+    return { key, ...evaluateFlag(compileFlag(key, flag), factsFor(caller, context)) };
   }
 
   return {
     /** The workspace's flags, by key: those it stored and the built-in ones it did not. */
     async list(caller: Pick<Caller, 'workspaceId'>, page: { limit: number; offset: number }) {
-      const stored = (await repo.list(caller.workspaceId)).map(fromRow);
-      const storedKeys = new Set(stored.map((flag) => flag.key));
-      const builtIns = (Object.keys(BUILT_IN_FLAGS) as BuiltInFlag[])
-        .filter((key) => !storedKeys.has(key))
-        .map(builtInView);
-      const all = [...stored, ...builtIns].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      const all = await allFlags(caller.workspaceId);
       return {
         items: all.slice(page.offset, page.offset + page.limit),
         total: all.length,
@@ -237,6 +247,15 @@ export function createFlagsService(deps: FlagsDependencies) {
      * `user_id` and `workspace_id` are the caller's unless the context sets `user_id`).
      */
     evaluate: resolve,
+
+    /** Every flag of the workspace resolved for one context (the list's flags, by key). */
+    async evaluateAll(caller: Pick<Caller, 'workspaceId' | 'userId'>, context: EvaluationContext = {}) {
+      const all = await allFlags(caller.workspaceId);
+      const facts = factsFor(caller, context);
+      return {
+        items: all.map((flag) => ({ key: flag.key, ...evaluateFlag(compileFlag(flag.key, flag), facts) })),
+      };
+    },
 
     /**
      * The one way the platform's own code reads a built-in boolean flag: its value for the
