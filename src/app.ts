@@ -10,6 +10,7 @@ import { registerAuth } from './http/auth.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { MAX_RAW_PARAM_LENGTH, registerInputGuard } from './http/input-guard.ts';
 import { registerOpenApiConventions, swaggerOptions } from './http/openapi.ts';
+import { registerPrometheus } from './http/prometheus.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { createValidatorCompiler } from './http/validation.ts';
@@ -17,6 +18,7 @@ import { runAsWorkStartedAt } from './lib/request-order.ts';
 import { loggerOptions } from './logger.ts';
 import { activityRoutes } from './modules/activity/activity.routes.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
+import { analyticsRoutes } from './modules/analytics/analytics.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
@@ -94,6 +96,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   await app.register(swagger, swaggerOptions(config.auth.mode));
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
+  registerPrometheus(app, { token: config.metricsToken });
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
   await app.register(
     async (api) => {
@@ -102,6 +105,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });
       await api.register(runsRoutes, { runs: services.runs });
+      await api.register(analyticsRoutes, { analytics: services.analytics });
       await api.register(activityRoutes, {
         activity: services.activity,
         pingIntervalMs: config.wsPingIntervalMs,

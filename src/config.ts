@@ -82,6 +82,11 @@ export interface Config {
    * directories may be read (absolute, resolved); absent means no directory may be read.
    */
   sourcesRoot?: string;
+  /**
+   * `METRICS_TOKEN`: the bearer token `GET /metrics` asks for; absent, only loopback clients
+   * are answered (a scraper on the same host or behind a local agent).
+   */
+  metricsToken?: string;
   /** `UPLOAD_MAX_BYTES`: the largest uploaded file (documents, code archives); 25 MiB by default. */
   uploadMaxBytes: number;
   /**
@@ -207,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     platformAdmins,
     vaultAllowLoopback,
     ...(sourcesRoot ? { sourcesRoot } : {}),
+    ...(env.METRICS_TOKEN?.trim() ? { metricsToken: env.METRICS_TOKEN.trim() } : {}),
     uploadMaxBytes,
     codegraphSyncMaxBytes,
     redis,

@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   workspace_forbidden: 403,
   insufficient_role: 403,
   platform_admin_required: 403,
+  metrics_forbidden: 403,
   credential_inactive: 403,
   credential_expired: 403,
   secret_required: 403,

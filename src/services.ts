@@ -20,6 +20,7 @@ import {
   type TicketStore,
 } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
+import { createAnalyticsService } from './modules/analytics/analytics.service.ts';
 import { createChatService } from './modules/chat/chat.service.ts';
 import {
   CODEGRAPH_INDEX,
@@ -56,6 +57,7 @@ import { renderGoal } from './modules/runs/run-state.ts';
 import { createRunRecovery, executeRunJob, RUN_EXECUTE } from './modules/runs/runs.jobs.ts';
 import { createRunsService } from './modules/runs/runs.service.ts';
 import { createSettingsService } from './modules/settings/settings.service.ts';
+import { createHeartbeat } from './modules/system/heartbeat.ts';
 import { createSystemService } from './modules/system/system.service.ts';
 import { loadToolDefinitions } from './modules/tools/tool-registry.ts';
 import { createToolsService } from './modules/tools/tools.service.ts';
@@ -255,6 +257,8 @@ export async function createServices(config: Config, database: Database, options
   // running jobs use everything before it (the model gateway's stop aborts calls still open).
   // A hub given by the caller is the caller's to start and stop.
   const components: Component[] = [
+    // Every process records its minutes up, for the uptime percentage.
+    createHeartbeat({ db, onError: (error) => log.warn({ err: error }, 'heartbeat minute not recorded') }),
     ...(redis ? [redis] : []),
     ...(options.eventHub ? [] : [eventHub]),
     modelGateway,
@@ -270,6 +274,8 @@ export async function createServices(config: Config, database: Database, options
           createNightlyMining({ playbooks, log, owner: processOwner }),
         ]),
   ];
+
+  const analytics = createAnalyticsService({ db });
 
   return {
     config,
@@ -308,12 +314,14 @@ export async function createServices(config: Config, database: Database, options
     codegraph,
     knowledge,
     indexer,
+    analytics,
     system: createSystemService({
       pingDatabase: database.ping,
       databaseKind: database.kind,
       startedAt: new Date(),
       // Reported under their names: Redis and the model providers fill the spec's rows.
       components: [...(redis ? [redis] : []), modelGateway],
+      metrics: { db, analytics, knowledge, retrieval },
     }),
   };
 }

@@ -13,5 +13,6 @@ export * from './playbooks.ts';
 export * from './retrieval.ts';
 export * from './runs.ts';
 export * from './settings.ts';
+export * from './system.ts';
 export * from './workflows.ts';
 export * from './workspaces.ts';

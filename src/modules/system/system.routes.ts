@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import { Timestamp } from '../../http/schemas.ts';
 import { StringEnum } from '../../lib/typebox.ts';
 import type { SystemService } from './system.service.ts';
@@ -19,6 +19,62 @@ const HealthReport = Type.Object({
   started_at: Timestamp(),
   uptime_seconds: Type.Integer(),
   checked_at: Timestamp(),
+});
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const Kpi = (description: string) =>
+  Type.Object(
+    {
+      value: Nullable(Type.Number()),
+      reason: Type.Optional(Type.String({ description: 'why value is null (too few runs, no data)' })),
+    },
+    { description },
+  );
+
+const MetricsReport = Type.Object({
+  window: Type.Object({ from: Timestamp(), to: Timestamp() }, { description: 'the KPIs’ last 24 hours' }),
+  runs: Type.Object({
+    total: Type.Integer({ description: 'runs created in the window' }),
+    finished: Type.Integer({ description: 'completed + failed' }),
+    completed: Type.Integer(),
+    failed: Type.Integer(),
+  }),
+  success_rate: Kpi('completed / finished; null below 5 finished runs'),
+  latency_p50_ms: Kpi('median run duration_ms; null below 5 finished runs'),
+  latency_p95_ms: Kpi('95th percentile run duration_ms; null below 5 finished runs'),
+  retrieval_hit_rate: Type.Object({
+    value: Nullable(Type.Number()),
+    reason: Type.Optional(Type.String()),
+    searches: Type.Integer(),
+    hits: Type.Integer(),
+  }),
+  cost: Kpi('sum of run cost; null below 5 finished runs'),
+  workflows: Type.Object({
+    running: Type.Integer(),
+    queued: Type.Integer(),
+    active: Type.Integer({ description: 'running + queued now' }),
+    band: StringEnum(['normal', 'busy', 'overloaded'] as const, {
+      description: 'normal below 10, busy 10 to 20, overloaded above 20',
+    }),
+  }),
+  agents: Type.Object({
+    total: Type.Integer(),
+    active: Type.Integer({ description: 'agents Busy now' }),
+    utilisation_percent: Nullable(Type.Number()),
+    band: Nullable(
+      StringEnum(['under', 'optimal', 'over'] as const, { description: 'optimal is 60 to 80 % inclusive' }),
+    ),
+  }),
+  documents: Type.Object({ processed: Type.Integer(), processing: Type.Integer(), failed: Type.Integer() }),
+  system: Type.Object({
+    status: StringEnum(['Operational', 'Degraded', 'Down'] as const),
+    components: HealthReport.properties.components,
+    uptime_percent: Nullable(Type.Number()),
+    uptime_reason: Type.Optional(Type.String()),
+    uptime_since: Nullable(Timestamp()),
+    uptime_window_minutes: Type.Integer(),
+    uptime_minutes_recorded: Type.Integer(),
+  }),
 });
 
 /** Liveness (public) and component health (authenticated). */
@@ -58,5 +114,19 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ system: SystemService }> 
       const report = await system.health();
       return reply.status(report.status === 'Down' ? 503 : 200).send(report);
     },
+  );
+
+  app.get(
+    '/system/metrics',
+    {
+      schema: {
+        tags,
+        summary: 'System metrics',
+        description:
+          'The dashboard’s KPIs for the caller’s workspace (docs/analytics.md): over the last 24 hours success rate, run latency p50/p95, retrieval hit-rate and cost, each null with a `reason` below 5 finished runs (5 searches for the hit-rate); running plus queued runs now with their load band; agents, Busy agents and utilisation with its band; documents by state; system status from component health and the uptime percentage over the last 24 hours from recorded heartbeat minutes.',
+        response: { 200: MetricsReport },
+      },
+    },
+    async (request) => system.metrics(request.caller.workspaceId),
   );
 };

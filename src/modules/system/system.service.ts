@@ -1,4 +1,18 @@
+import type { Db } from '../../db/transaction.ts';
 import type { Component, ComponentHealth } from '../../lifecycle.ts';
+import type { AnalyticsService } from '../analytics/analytics.service.ts';
+import type { KnowledgeService } from '../knowledge/knowledge.service.ts';
+import type { RetrievalService } from '../retrieval/retrieval.service.ts';
+import { MINUTE_MS, minuteOf } from './heartbeat.ts';
+import { createSystemRepository } from './system.repository.ts';
+
+/** What the dashboard's metrics read besides component health. */
+export interface MetricsDependencies {
+  db: Db;
+  analytics: Pick<AnalyticsService, 'runTotals' | 'liveRuns' | 'agentCounts'>;
+  knowledge: Pick<KnowledgeService, 'documentCounts'>;
+  retrieval: Pick<RetrievalService, 'hitRate'>;
+}
 
 export interface SystemDependencies {
   pingDatabase(): Promise<void>;
@@ -11,6 +25,29 @@ export interface SystemDependencies {
    */
   components?: readonly Component[];
   clock?: () => Date;
+  /** Needed by `metrics()` only. */
+  metrics?: MetricsDependencies;
+}
+
+/** The KPIs' window. */
+const KPI_WINDOW_MS = 24 * 3_600_000;
+/** Fewer finished runs (or searches) than this give no rate or percentile: a null with a reason. */
+export const MIN_SAMPLE = 5;
+/** The uptime percentage's window, in minutes. */
+const UPTIME_WINDOW_MINUTES = 24 * 60;
+
+/** Spec section 8: normal below 10 active plus queued, busy 10 to 20, overloaded above 20. */
+export const loadBand = (count: number): 'normal' | 'busy' | 'overloaded' =>
+  count < 10 ? 'normal' : count <= 20 ? 'busy' : 'overloaded';
+
+/** Spec section 8: optimal utilisation 60 to 80 %; null without agents. */
+export const utilisationBand = (percent: number | null): 'under' | 'optimal' | 'over' | null =>
+  percent === null ? null : percent < 60 ? 'under' : percent <= 80 ? 'optimal' : 'over';
+
+/** A KPI: its value, or null and why. */
+interface Kpi {
+  value: number | null;
+  reason?: string;
 }
 
 const PING_TIMEOUT_MS = 2000;
@@ -57,39 +94,127 @@ export function createSystemService(deps: SystemDependencies) {
     }
   }
 
-  return {
-    /**
-     * Operational when every configured component is up, Down when the database is
-     * down (nothing works without it), Degraded when anything else configured is down.
-     */
-    async health() {
-      const others = components.filter((c) => !SPEC_ROWS.includes(c.name));
-      const checked = await Promise.all([
-        checkDatabase(),
-        ...SPEC_ROWS.map((row) =>
-          checkComponent(
-            row,
-            components.find((c) => c.name === row),
-          ),
+  /**
+   * Operational when every configured component is up, Down when the database is
+   * down (nothing works without it), Degraded when anything else configured is down.
+   */
+  async function health() {
+    const others = components.filter((c) => !SPEC_ROWS.includes(c.name));
+    const checked = await Promise.all([
+      checkDatabase(),
+      ...SPEC_ROWS.map((row) =>
+        checkComponent(
+          row,
+          components.find((c) => c.name === row),
         ),
-        ...others.map((c) => checkComponent(c.name, c)),
-      ]);
-      const rows: ComponentHealth[] = [{ name: 'API', status: 'up' }, ...checked];
-      const down = rows.filter((c) => c.status === 'down').map((c) => c.name);
-      const status = down.includes('Database') ? 'Down' : down.length > 0 ? 'Degraded' : 'Operational';
+      ),
+      ...others.map((c) => checkComponent(c.name, c)),
+    ]);
+    const rows: ComponentHealth[] = [{ name: 'API', status: 'up' }, ...checked];
+    const down = rows.filter((c) => c.status === 'down').map((c) => c.name);
+    const status = down.includes('Database') ? 'Down' : down.length > 0 ? 'Degraded' : 'Operational';
+    const now = clock();
+    return {
+      status: status as 'Operational' | 'Degraded' | 'Down',
+      components: rows,
+      started_at: deps.startedAt,
+      uptime_seconds: Math.floor((now.getTime() - deps.startedAt.getTime()) / 1000),
+      checked_at: now,
+    };
+  }
+
+  /**
+   * Minutes with a heartbeat over the minutes of the last 24 hours since the first heartbeat
+   * (the current minute counts once recorded). Null before any heartbeat.
+   */
+  async function uptime(db: Db, now: Date) {
+    const repo = createSystemRepository(db);
+    const current = minuteOf(now);
+    const windowStart = new Date(current.getTime() - (UPTIME_WINDOW_MINUTES - 1) * MINUTE_MS);
+    const { first, recorded } = await repo.span(windowStart);
+    if (!first)
+      return { percent: null, reason: 'no heartbeat recorded yet', since: null, minutes: 0, recorded };
+    let minutes = Math.round((current.getTime() - first.getTime()) / MINUTE_MS) + 1;
+    if (!(await repo.hasMinute(current))) minutes -= 1;
+    if (minutes <= 0)
+      return { percent: null, reason: 'no whole minute recorded yet', since: first, minutes, recorded };
+    return {
+      percent: Math.round(Math.min(1, recorded / minutes) * 10_000) / 100,
+      since: first,
+      minutes,
+      recorded,
+    };
+  }
+
+  return {
+    health,
+
+    /** The dashboard's figures for one workspace (docs/analytics.md). */
+    async metrics(workspaceId: string) {
+      const m = deps.metrics;
+      if (!m) throw new Error('system metrics need their dependencies');
       const now = clock();
+      const since = new Date(now.getTime() - KPI_WINDOW_MS);
+      const [runs, live, agents, documents, hits, report, up] = await Promise.all([
+        m.analytics.runTotals(workspaceId, since, now),
+        m.analytics.liveRuns(workspaceId),
+        m.analytics.agentCounts(workspaceId),
+        m.knowledge.documentCounts(workspaceId),
+        m.retrieval.hitRate(workspaceId, since),
+        health(),
+        uptime(m.db, now),
+      ]);
+      const finished = runs.completed + runs.failed;
+      const tooFew =
+        finished < MIN_SAMPLE
+          ? `${finished} finished runs in 24 hours; at least ${MIN_SAMPLE} needed`
+          : undefined;
+      const kpi = (value: number | null, ifNone: string): Kpi =>
+        tooFew
+          ? { value: null, reason: tooFew }
+          : value === null
+            ? { value: null, reason: ifNone }
+            : { value };
+      const hitRate: Kpi =
+        hits.searches < MIN_SAMPLE
+          ? { value: null, reason: `${hits.searches} searches in 24 hours; at least ${MIN_SAMPLE} needed` }
+          : { value: hits.rate };
+      const active = live.running + live.queued;
+      const utilisation = agents.total === 0 ? null : Math.round((agents.busy / agents.total) * 1000) / 10;
       return {
-        status: status as 'Operational' | 'Degraded' | 'Down',
-        components: rows,
-        started_at: deps.startedAt,
-        uptime_seconds: Math.floor((now.getTime() - deps.startedAt.getTime()) / 1000),
-        checked_at: now,
+        window: { from: since, to: now },
+        runs: { total: runs.runs, finished, completed: runs.completed, failed: runs.failed },
+        success_rate: kpi(finished === 0 ? null : runs.completed / finished, 'no finished run'),
+        latency_p50_ms: kpi(roundMs(runs.latency_p50_ms), 'no run recorded a duration'),
+        latency_p95_ms: kpi(roundMs(runs.latency_p95_ms), 'no run recorded a duration'),
+        retrieval_hit_rate: { ...hitRate, searches: hits.searches, hits: hits.hits },
+        cost: kpi(runs.cost, 'no run'),
+        workflows: { running: live.running, queued: live.queued, active, band: loadBand(active) },
+        agents: {
+          total: agents.total,
+          active: agents.busy,
+          utilisation_percent: utilisation,
+          band: utilisationBand(utilisation),
+        },
+        documents,
+        system: {
+          status: report.status,
+          components: report.components,
+          uptime_percent: up.percent,
+          ...(up.reason ? { uptime_reason: up.reason } : {}),
+          uptime_since: up.since,
+          uptime_window_minutes: up.minutes,
+          uptime_minutes_recorded: up.recorded,
+        },
       };
     },
   };
 }
 
 export type SystemService = ReturnType<typeof createSystemService>;
+
+const roundMs = (value: number | null): number | null =>
+  value === null ? null : Math.round(value * 10) / 10;
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

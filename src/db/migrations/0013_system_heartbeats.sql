@@ -1,0 +1,3 @@
+CREATE TABLE "heartbeats" (
+	"minute" timestamp with time zone PRIMARY KEY NOT NULL
+);

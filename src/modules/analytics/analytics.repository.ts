@@ -1,0 +1,288 @@
+/**
+ * Aggregates over the raw tables of runs, run steps, agents and chat, read-only, for the
+ * analytics and the dashboard's KPIs. Like playbook mining, a reporting module reads other
+ * modules' tables through SQL (never writes them). Every query is scoped by `workspace_id`
+ * and starts from an index: runs by `runs_workspace_created_idx` (a run belongs to the
+ * window it was created in), their steps by `run_steps_run_idx`, messages through their
+ * conversations (`conversations_workspace_last_idx`: a conversation with a message in the
+ * window has its last message at or after the window's start). No rollup tables yet.
+ */
+import { type SQL, sql } from 'drizzle-orm';
+import type { Db } from '../../db/transaction.ts';
+
+export type Bucket = 'hour' | 'day';
+
+/** Run figures of a window (or of one bucket of it). */
+export interface RunAggregate {
+  runs: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  /** Over the duration_ms of runs that finished (Completed or Failed); null when none did. */
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+}
+
+export interface ChatAggregate {
+  conversations: number;
+  messages: number;
+}
+
+/** One group of a cost breakdown. */
+export interface CostGroup {
+  key: string | null;
+  label: string | null;
+  cost: number;
+  input_tokens: number;
+  output_tokens: number;
+  count: number;
+}
+
+export interface AgentAggregate {
+  agent_id: string;
+  name: string;
+  status: string;
+  runs: number;
+  completed: number;
+  failed: number;
+  steps: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+  busy_ms: number;
+}
+
+const RUN_COLUMNS = sql`count(*)::int as runs,
+  (count(*) filter (where status = 'Completed'))::int as completed,
+  (count(*) filter (where status = 'Failed'))::int as failed,
+  (count(*) filter (where status = 'Cancelled'))::int as cancelled,
+  coalesce(sum(tokens_in), 0)::float8 as input_tokens,
+  coalesce(sum(tokens_out), 0)::float8 as output_tokens,
+  coalesce(sum(cost), 0)::float8 as cost,
+  percentile_cont(0.5) within group (order by duration_ms)
+    filter (where status in ('Completed', 'Failed')) as latency_p50_ms,
+  percentile_cont(0.95) within group (order by duration_ms)
+    filter (where status in ('Completed', 'Failed')) as latency_p95_ms`;
+
+type Raw = Record<string, unknown>;
+const num = (value: unknown): number => Number(value ?? 0);
+const maybe = (value: unknown): number | null =>
+  value === null || value === undefined ? null : Number(value);
+
+function runAggregate(row: Raw | undefined): RunAggregate {
+  return {
+    runs: num(row?.runs),
+    completed: num(row?.completed),
+    failed: num(row?.failed),
+    cancelled: num(row?.cancelled),
+    input_tokens: num(row?.input_tokens),
+    output_tokens: num(row?.output_tokens),
+    cost: num(row?.cost),
+    latency_p50_ms: maybe(row?.latency_p50_ms),
+    latency_p95_ms: maybe(row?.latency_p95_ms),
+  };
+}
+
+/** Bucket start as epoch milliseconds (no driver-specific timestamp parsing). */
+const bucketStart = (bucket: Bucket, column: SQL) =>
+  sql`(extract(epoch from date_trunc(${bucket}, ${column}, 'UTC')) * 1000)::float8`;
+
+/** Read-only aggregates over other modules' tables, always for one workspace. */
+export function createAnalyticsRepository(db: Db) {
+  const rows = async (query: SQL): Promise<Raw[]> =>
+    ((await db.execute(query)) as unknown as { rows: Raw[] }).rows;
+
+  const runsIn = (workspaceId: string, from: Date, to: Date) =>
+    sql`workspace_id = ${workspaceId} and created_at >= ${from} and created_at < ${to}`;
+
+  return {
+    /** Runs created in [from, to). */
+    async runTotals(workspaceId: string, from: Date, to: Date): Promise<RunAggregate> {
+      const [row] = await rows(sql`select ${RUN_COLUMNS} from runs where ${runsIn(workspaceId, from, to)}`);
+      return runAggregate(row);
+    },
+
+    /** Runs created in [from, to) per bucket (buckets without runs are absent). */
+    async runSeries(
+      workspaceId: string,
+      from: Date,
+      to: Date,
+      bucket: Bucket,
+    ): Promise<Map<number, RunAggregate>> {
+      const found = await rows(
+        sql`select ${bucketStart(bucket, sql`created_at`)} as bucket, ${RUN_COLUMNS}
+            from runs where ${runsIn(workspaceId, from, to)} group by 1`,
+      );
+      return new Map(found.map((row) => [num(row.bucket), runAggregate(row)]));
+    },
+
+    /** Conversations and messages created in [from, to), per bucket (buckets without any are absent). */
+    async chatSeries(
+      workspaceId: string,
+      from: Date,
+      to: Date,
+      bucket: Bucket,
+    ): Promise<Map<number, ChatAggregate>> {
+      const found = await rows(sql`
+        with c as (
+          select id, created_at from conversations
+          where workspace_id = ${workspaceId} and last_message_at >= ${from}
+        ),
+        events as (
+          select created_at, 1 as conversation, 0 as message from c
+          where created_at >= ${from} and created_at < ${to}
+          union all
+          select m.created_at, 0, 1 from c join messages m on m.conversation_id = c.id
+          where m.created_at >= ${from} and m.created_at < ${to}
+        )
+        select ${bucketStart(bucket, sql`created_at`)} as bucket,
+          sum(conversation)::int as conversations, sum(message)::int as messages
+        from events group by 1`);
+      return new Map(
+        found.map((row) => [
+          num(row.bucket),
+          { conversations: num(row.conversations), messages: num(row.messages) },
+        ]),
+      );
+    },
+
+    /** Cost per bucket of runs created in [from, to). */
+    async costSeries(
+      workspaceId: string,
+      from: Date,
+      to: Date,
+      bucket: Bucket,
+    ): Promise<Map<number, number>> {
+      const found = await rows(
+        sql`select ${bucketStart(bucket, sql`created_at`)} as bucket, coalesce(sum(cost), 0)::float8 as cost
+            from runs where ${runsIn(workspaceId, from, to)} group by 1`,
+      );
+      return new Map(found.map((row) => [num(row.bucket), num(row.cost)]));
+    },
+
+    /**
+     * The steps of runs created in [from, to), grouped by `by`: their cost and tokens, and
+     * how many steps each group has.
+     */
+    async stepCosts(
+      workspaceId: string,
+      from: Date,
+      to: Date,
+      by: 'provider' | 'model' | 'agent',
+    ): Promise<CostGroup[]> {
+      // by model: the key is the provider, the label the model (a model name is per provider).
+      const key = by === 'agent' ? sql`s.agent_id::text` : sql`s.provider`;
+      const label = by === 'provider' ? sql`s.provider` : by === 'model' ? sql`s.model` : sql`s.agent_name`;
+      const found = await rows(sql`
+        select ${key} as key, ${label} as label,
+          coalesce(sum(s.cost), 0)::float8 as cost,
+          coalesce(sum(s.tokens_in), 0)::float8 as input_tokens,
+          coalesce(sum(s.tokens_out), 0)::float8 as output_tokens,
+          count(*)::int as count
+        from runs r join run_steps s on s.run_id = r.id
+        where r.workspace_id = ${workspaceId} and r.created_at >= ${from} and r.created_at < ${to}
+        group by 1, 2 order by 3 desc, 2 nulls last`);
+      return found.map((row) => ({
+        key: (row.key as string | null) ?? null,
+        label: (row.label as string | null) ?? null,
+        cost: num(row.cost),
+        input_tokens: num(row.input_tokens),
+        output_tokens: num(row.output_tokens),
+        count: num(row.count),
+      }));
+    },
+
+    /** Runs created in [from, to) grouped by workflow (its name as the run recorded it). */
+    async workflowCosts(workspaceId: string, from: Date, to: Date): Promise<CostGroup[]> {
+      const found = await rows(sql`
+        select workflow_id::text as key, workflow_name as label,
+          coalesce(sum(cost), 0)::float8 as cost,
+          coalesce(sum(tokens_in), 0)::float8 as input_tokens,
+          coalesce(sum(tokens_out), 0)::float8 as output_tokens,
+          count(*)::int as count
+        from runs where ${runsIn(workspaceId, from, to)}
+        group by 1, 2 order by 3 desc, 2`);
+      return found.map((row) => ({
+        key: (row.key as string | null) ?? null,
+        label: (row.label as string | null) ?? null,
+        cost: num(row.cost),
+        input_tokens: num(row.input_tokens),
+        output_tokens: num(row.output_tokens),
+        count: num(row.count),
+      }));
+    },
+
+    /**
+     * Every agent of the workspace with the steps it ran in runs created in [from, to): the
+     * runs it took part in and their outcome, tokens, cost, step latency, and its busy time
+     * (its steps' time clipped to the window; a step still running counts until `now`).
+     */
+    async agentStats(workspaceId: string, from: Date, to: Date, now: Date): Promise<AgentAggregate[]> {
+      const found = await rows(sql`
+        with steps as (
+          select s.agent_id, s.run_id, r.status as run_status, s.tokens_in, s.tokens_out, s.cost,
+            s.latency_ms,
+            greatest(0, extract(epoch from (
+              least(coalesce(s.finished_at, ${now}::timestamptz), ${to}::timestamptz)
+              - greatest(s.started_at, ${from}::timestamptz))) * 1000) as busy_ms
+          from runs r join run_steps s on s.run_id = r.id
+          where r.workspace_id = ${workspaceId} and r.created_at >= ${from} and r.created_at < ${to}
+            and s.kind = 'agent' and s.agent_id is not null
+        )
+        select a.id::text as agent_id, a.name, a.status,
+          count(distinct st.run_id)::int as runs,
+          count(distinct st.run_id) filter (where st.run_status = 'Completed')::int as completed,
+          count(distinct st.run_id) filter (where st.run_status = 'Failed')::int as failed,
+          count(st.run_id)::int as steps,
+          coalesce(sum(st.tokens_in), 0)::float8 as input_tokens,
+          coalesce(sum(st.tokens_out), 0)::float8 as output_tokens,
+          coalesce(sum(st.cost), 0)::float8 as cost,
+          percentile_cont(0.5) within group (order by st.latency_ms) as latency_p50_ms,
+          percentile_cont(0.95) within group (order by st.latency_ms) as latency_p95_ms,
+          coalesce(sum(st.busy_ms), 0)::float8 as busy_ms
+        from agents a left join steps st on st.agent_id = a.id
+        where a.workspace_id = ${workspaceId}
+        group by a.id, a.name, a.status
+        order by 10 desc, a.name, a.id`);
+      return found.map((row) => ({
+        agent_id: row.agent_id as string,
+        name: row.name as string,
+        status: row.status as string,
+        runs: num(row.runs),
+        completed: num(row.completed),
+        failed: num(row.failed),
+        steps: num(row.steps),
+        input_tokens: num(row.input_tokens),
+        output_tokens: num(row.output_tokens),
+        cost: num(row.cost),
+        latency_p50_ms: maybe(row.latency_p50_ms),
+        latency_p95_ms: maybe(row.latency_p95_ms),
+        busy_ms: num(row.busy_ms),
+      }));
+    },
+
+    /** Runs executing (Running) and waiting (Queued) now, by `runs_unfinished_idx`. */
+    async liveRuns(workspaceId: string): Promise<{ running: number; queued: number }> {
+      const [row] = await rows(sql`
+        select (count(*) filter (where status = 'Running'))::int as running,
+          (count(*) filter (where status = 'Queued'))::int as queued
+        from runs where status in ('Queued', 'Running') and workspace_id = ${workspaceId}`);
+      return { running: num(row?.running), queued: num(row?.queued) };
+    },
+
+    /** The workspace's agents, and those Busy now. */
+    async agentCounts(workspaceId: string): Promise<{ total: number; busy: number }> {
+      const [row] = await rows(sql`
+        select count(*)::int as total, (count(*) filter (where status = 'Busy'))::int as busy
+        from agents where workspace_id = ${workspaceId}`);
+      return { total: num(row?.total), busy: num(row?.busy) };
+    },
+  };
+}
+
+export type AnalyticsRepository = ReturnType<typeof createAnalyticsRepository>;

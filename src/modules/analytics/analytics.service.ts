@@ -1,0 +1,208 @@
+import type { Caller } from '../../caller.ts';
+import type { Db } from '../../db/transaction.ts';
+import { invalid } from '../../errors.ts';
+import {
+  type Bucket,
+  type ChatAggregate,
+  createAnalyticsRepository,
+  type RunAggregate,
+} from './analytics.repository.ts';
+import type { AnalyticsQuery } from './analytics.schemas.ts';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+/** The longest window any analytics endpoint reads. */
+export const MAX_RANGE_DAYS = 400;
+/** Hour buckets only up to this window, so a series stays at most 744 points. */
+export const MAX_HOUR_RANGE_DAYS = 31;
+/** Windows up to this long default to hour buckets. */
+const HOURLY_DEFAULT_UP_TO_MS = 2 * DAY_MS;
+
+type Who = Pick<Caller, 'workspaceId'>;
+
+export interface AnalyticsWindow {
+  from: Date;
+  to: Date;
+  bucket: Bucket;
+}
+
+export interface AnalyticsDependencies {
+  db: Db;
+  clock?: () => Date;
+}
+
+/** completed / (completed + failed): cancelled and unfinished runs have no outcome. */
+export const successRate = (completed: number, failed: number): number | null =>
+  completed + failed === 0 ? null : completed / (completed + failed);
+
+const round = (value: number | null): number | null => (value === null ? null : Math.round(value * 10) / 10);
+
+function runFigures(runs: RunAggregate | undefined, chat: ChatAggregate | undefined) {
+  const r = runs ?? {
+    runs: 0,
+    completed: 0,
+    failed: 0,
+    cancelled: 0,
+    input_tokens: 0,
+    output_tokens: 0,
+    cost: 0,
+    latency_p50_ms: null,
+    latency_p95_ms: null,
+  };
+  return {
+    runs: r.runs,
+    completed: r.completed,
+    failed: r.failed,
+    cancelled: r.cancelled,
+    success_rate: successRate(r.completed, r.failed),
+    input_tokens: r.input_tokens,
+    output_tokens: r.output_tokens,
+    cost: r.cost,
+    latency_p50_ms: round(r.latency_p50_ms),
+    latency_p95_ms: round(r.latency_p95_ms),
+    conversations: chat?.conversations ?? 0,
+    messages: chat?.messages ?? 0,
+  };
+}
+
+/** The starts (epoch ms, UTC) of every bucket that meets [from, to). */
+function bucketStarts({ from, to, bucket }: AnalyticsWindow): number[] {
+  const first = new Date(from);
+  first.setUTCMinutes(0, 0, 0);
+  if (bucket === 'day') first.setUTCHours(0);
+  const step = bucket === 'day' ? DAY_MS : HOUR_MS;
+  const starts: number[] = [];
+  for (let t = first.getTime(); t < to.getTime(); t += step) starts.push(t);
+  return starts;
+}
+
+/** Workspace analytics over a window, from aggregated SQL over the raw tables. */
+export function createAnalyticsService(deps: AnalyticsDependencies) {
+  const clock = deps.clock ?? (() => new Date());
+  const repo = createAnalyticsRepository(deps.db);
+
+  /** The window a query names: defaults, and a 400 naming the field for one that cannot be read. */
+  function windowOf(query: AnalyticsQuery): AnalyticsWindow {
+    const to = query.to ? new Date(query.to) : clock();
+    const from = query.from ? new Date(query.from) : new Date(to.getTime() - DAY_MS);
+    if (from.getTime() >= to.getTime()) throw invalid('query.from', 'must be before query.to');
+    const span = to.getTime() - from.getTime();
+    if (span > MAX_RANGE_DAYS * DAY_MS) {
+      throw invalid('query.from', `must be at most ${MAX_RANGE_DAYS} days before query.to`);
+    }
+    const bucket = query.bucket ?? (span <= HOURLY_DEFAULT_UP_TO_MS ? 'hour' : 'day');
+    if (bucket === 'hour' && span > MAX_HOUR_RANGE_DAYS * DAY_MS) {
+      throw invalid('query.bucket', `hour needs a window of at most ${MAX_HOUR_RANGE_DAYS} days; use day`);
+    }
+    return { from, to, bucket };
+  }
+
+  return {
+    windowOf,
+
+    /** Runs, outcomes, tokens, cost, latency and chat activity: totals and a series. */
+    async overview(caller: Who, query: AnalyticsQuery) {
+      const window = windowOf(query);
+      const { from, to, bucket } = window;
+      const ws = caller.workspaceId;
+      const [totals, runSeries, chatSeries] = await Promise.all([
+        repo.runTotals(ws, from, to),
+        repo.runSeries(ws, from, to, bucket),
+        repo.chatSeries(ws, from, to, bucket),
+      ]);
+      const chatTotals = [...chatSeries.values()].reduce(
+        (sum, c) => ({
+          conversations: sum.conversations + c.conversations,
+          messages: sum.messages + c.messages,
+        }),
+        { conversations: 0, messages: 0 },
+      );
+      return {
+        ...window,
+        totals: runFigures(totals, chatTotals),
+        series: bucketStarts(window).map((start) => ({
+          start: new Date(start),
+          ...runFigures(runSeries.get(start), chatSeries.get(start)),
+        })),
+      };
+    },
+
+    /** Cost by provider, model, agent (from run steps) and workflow (from runs), and a series. */
+    async costs(caller: Who, query: AnalyticsQuery) {
+      const window = windowOf(query);
+      const { from, to, bucket } = window;
+      const ws = caller.workspaceId;
+      const [providers, models, agents, workflows, series] = await Promise.all([
+        repo.stepCosts(ws, from, to, 'provider'),
+        repo.stepCosts(ws, from, to, 'model'),
+        repo.stepCosts(ws, from, to, 'agent'),
+        repo.workflowCosts(ws, from, to),
+        repo.costSeries(ws, from, to, bucket),
+      ]);
+      const figures = (g: { cost: number; input_tokens: number; output_tokens: number }) => ({
+        cost: g.cost,
+        input_tokens: g.input_tokens,
+        output_tokens: g.output_tokens,
+      });
+      return {
+        ...window,
+        total_cost: workflows.reduce((sum, g) => sum + g.cost, 0),
+        by_provider: providers.map((g) => ({ provider: g.label, ...figures(g), steps: g.count })),
+        by_model: models.map((g) => ({
+          provider: g.key,
+          model: g.label,
+          ...figures(g),
+          steps: g.count,
+        })),
+        by_agent: agents.map((g) => ({
+          agent_id: g.key,
+          agent_name: g.label,
+          ...figures(g),
+          steps: g.count,
+        })),
+        by_workflow: workflows.map((g) => ({
+          workflow_id: g.key,
+          workflow_name: g.label ?? '',
+          ...figures(g),
+          runs: g.count,
+        })),
+        series: bucketStarts(window).map((start) => ({
+          start: new Date(start),
+          cost: series.get(start) ?? 0,
+        })),
+      };
+    },
+
+    /** Every agent of the workspace with its figures over the window, busiest (by cost) first. */
+    async agents(caller: Who, query: AnalyticsQuery) {
+      const window = windowOf(query);
+      const span = window.to.getTime() - window.from.getTime();
+      const stats = await repo.agentStats(caller.workspaceId, window.from, window.to, clock());
+      const items = stats.map((a) => ({
+        agent_id: a.agent_id,
+        name: a.name,
+        status: a.status,
+        runs: a.runs,
+        success_rate: successRate(a.completed, a.failed),
+        steps: a.steps,
+        input_tokens: a.input_tokens,
+        output_tokens: a.output_tokens,
+        cost: a.cost,
+        latency_p50_ms: round(a.latency_p50_ms),
+        latency_p95_ms: round(a.latency_p95_ms),
+        busy_ms: Math.round(a.busy_ms),
+        utilisation: Math.min(1, a.busy_ms / span),
+      }));
+      return { ...window, items, total: items.length };
+    },
+
+    /** Run figures of [from, to) for the dashboard's KPIs. */
+    runTotals: (workspaceId: string, from: Date, to: Date) => repo.runTotals(workspaceId, from, to),
+    /** Runs Running and Queued now. */
+    liveRuns: (workspaceId: string) => repo.liveRuns(workspaceId),
+    /** Agents of the workspace, and those Busy now. */
+    agentCounts: (workspaceId: string) => repo.agentCounts(workspaceId),
+  };
+}
+
+export type AnalyticsService = ReturnType<typeof createAnalyticsService>;
