@@ -22,6 +22,7 @@ import { analyticsRoutes } from './modules/analytics/analytics.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
+import { flagsRoutes } from './modules/flags/flags.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { playbooksRoutes } from './modules/playbooks/playbooks.routes.ts';
@@ -116,6 +117,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(chatRoutes, { chat: services.chat });
       await api.register(playbooksRoutes, { playbooks: services.playbooks });
       await api.register(providersRoutes, { providers: services.providers });
+      await api.register(flagsRoutes, { flags: services.flags });
       await api.register(toolsRoutes, { tools: services.tools });
       await api.register(retrievalRoutes, { retrieval: services.retrieval });
       await api.register(codegraphRoutes, {

@@ -35,6 +35,7 @@ export const ERROR_CODES = {
   document_not_found: 404,
   playbook_not_found: 404,
   tenant_not_found: 404,
+  flag_not_found: 404,
   request_timeout: 408,
   member_exists: 409,
   last_owner: 409,
@@ -47,6 +48,7 @@ export const ERROR_CODES = {
   duplicate_source: 409,
   source_indexing: 409,
   playbook_agents_missing: 409,
+  precondition_failed: 412,
   idempotency_key_reused: 422,
   archive_invalid: 422,
   archive_unsafe: 422,
@@ -124,6 +126,7 @@ const NOT_FOUND = {
   document: 'document_not_found',
   playbook: 'playbook_not_found',
   tenant: 'tenant_not_found',
+  flag: 'flag_not_found',
 } as const satisfies Record<string, ErrorCode>;
 
 /** 404 for a resource that does not exist in the caller's workspace (or in any). */
@@ -138,6 +141,14 @@ export const invalidFields = (errors: FieldError[]): AppError =>
   new AppError(400, 'validation_failed', errors.map((e) => `${e.field} ${e.message}`).join('; '), errors);
 
 export const conflict = (code: ErrorCode, message: string): AppError => new AppError(409, code, message);
+
+/**
+ * 412 for a conditional write whose `If-Match` names a version that is no longer current:
+ * someone changed the resource since the client read it. The client reads it again (the
+ * current `ETag`) and decides whether its change still applies.
+ */
+export const preconditionFailed = (message: string): AppError =>
+  new AppError(412, 'precondition_failed', message);
 
 export const forbidden = (code: ErrorCode, message: string): AppError => new AppError(403, code, message);
 

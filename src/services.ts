@@ -32,6 +32,7 @@ import { createCodegraphService } from './modules/codegraph/codegraph.service.ts
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
+import { createFlagsService } from './modules/flags/flags.service.ts';
 import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
 import { createTokenVerifier } from './modules/identity/token-verifier.ts';
 import { createDocumentIndexer } from './modules/knowledge/document-indexer.ts';
@@ -108,6 +109,8 @@ export async function createServices(config: Config, database: Database, options
         ? createRedisTicketStore(redis.client, `${prefix}:agent-platform:ws-ticket:`)
         : createMemoryTicketStore()),
   });
+  // Feature flags: the one service through which the platform reads its switches.
+  const flags = createFlagsService({ db, activity: { record: activity.record } });
   const credentials = createCredentialsService({
     db,
     settings,
@@ -174,6 +177,7 @@ export async function createServices(config: Config, database: Database, options
     models: modelGateway,
     settings,
     credentials,
+    keywordOnly: (caller) => flags.enabled(caller, 'search.keyword_only'),
     onStatsError: (error) =>
       log.warn({ err: error }, 'search counts could not be written; kept for the next try'),
     onAnalyzeError: (error) => log.warn({ err: error }, 'ANALYZE of the search index failed'),
@@ -293,6 +297,7 @@ export async function createServices(config: Config, database: Database, options
     runs,
     engine,
     settings,
+    flags,
     credentials,
     tools,
     providers: createProvidersService({

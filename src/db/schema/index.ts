@@ -7,6 +7,7 @@ export * from './agents.ts';
 export * from './chat.ts';
 export * from './codegraph.ts';
 export * from './credentials.ts';
+export * from './flags.ts';
 export * from './knowledge.ts';
 export * from './playbooks.ts';
 export * from './retrieval.ts';

@@ -17,7 +17,7 @@ export const retrievalRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: 'Search documents',
         description:
-          'Finds the chunks of the workspace’s documents that answer a query, one result per document (its best chunk, the next ones as highlights). keyword ranks by BM25 over the full-text index, vector by cosine similarity of embeddings (pgvector), hybrid fuses both by reciprocal rank (k = 60). Filters: source_ids, tags; min_score on the mode’s scale. See docs/retrieval.md.',
+          'Finds the chunks of the workspace’s documents that answer a query, one result per document (its best chunk, the next ones as highlights). keyword ranks by BM25 over the full-text index, vector by cosine similarity of embeddings (pgvector), hybrid fuses both by reciprocal rank (k = 60). Filters: source_ids, tags; min_score on the mode’s scale. While the feature flag search.keyword_only is on, every search is keyword. See docs/retrieval.md.',
         body: SearchBody,
         response: { 200: SearchResponseSchema },
       },

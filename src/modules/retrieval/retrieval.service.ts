@@ -157,6 +157,11 @@ export interface RetrievalDependencies extends EmbeddingDependencies {
   bm25?: Bm25Parameters;
   /** Postings of the first keyword pass (by default from `FIRST_PASS_POSTINGS_PER_RESULT`). */
   firstPassPostings?: number;
+  /**
+   * The `search.keyword_only` feature flag for the caller: when it answers true, every search
+   * ranks by keywords only, whatever mode was asked (no query is embedded). Absent: never.
+   */
+  keywordOnly?: (caller: Pick<Caller, 'workspaceId' | 'userId'>) => Promise<boolean>;
   /** Told when a background `ANALYZE` fails. */
   onAnalyzeError?: (error: unknown) => void;
   /** Told when the hit-rate counts cannot be written (they are kept and retried). */
@@ -491,6 +496,8 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       signal?: AbortSignal,
     ): Promise<SearchResponse> {
       const started = performance.now();
+      if (input.mode !== 'keyword' && (await deps.keywordOnly?.(caller)))
+        input = { ...input, mode: 'keyword' };
       let found = await rankAndRead(caller, input, signal);
       // Ranking and reading the chunks are separate statements: a reindex swap committed
       // between them deletes the ranked chunks of the old generation. Searching once more
