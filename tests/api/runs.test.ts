@@ -44,6 +44,25 @@ async function twoAgentWorkflow(actor: Actor, overrides: Record<string, unknown>
 }
 
 describe('running a workflow', () => {
+  it('runs a workflow whose goal needs no inputs when the request has no body at all', async () => {
+    const { workflow } = await twoAgentWorkflow(alice, { goal: 'Summarise the week' });
+    const bare = await t.app.inject({
+      method: 'POST',
+      url: `/api/workflows/${workflow.id}/run`,
+      headers: alice.headers,
+    });
+    expect(bare.statusCode, bare.body).toBe(202);
+    expect((await settled(alice, bare.json().id)).status).toBe('Completed');
+    // An empty body that says it is JSON is still refused, naming the body.
+    const empty = await t.app.inject({
+      method: 'POST',
+      url: `/api/workflows/${workflow.id}/run`,
+      headers: { ...alice.headers, 'content-type': 'application/json' },
+    });
+    expect(empty.statusCode).toBe(400);
+    expect(empty.json().errors[0]).toMatchObject({ field: 'body' });
+  });
+
   it('answers 202 with the queued run and a Location, then completes with the local provider', async () => {
     const { workflow, researcher, writer } = await twoAgentWorkflow(alice);
     const response = await t.call(alice, 'POST', `/api/workflows/${workflow.id}/run`, {

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { bodyMayBeOmitted } from '../../http/optional-body.ts';
 import {
   EvaluateFlagBody,
   FlagKeyParams,
@@ -80,6 +81,7 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
   app.post(
     '/settings/flags/:key/evaluate',
     {
+      preValidation: bodyMayBeOmitted,
       // A read, though a POST (the context is a body): viewers may evaluate.
       config: { role: 'viewer' },
       schema: {
@@ -98,6 +100,7 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
   app.post(
     '/settings/flags/evaluate',
     {
+      preValidation: bodyMayBeOmitted,
       config: { role: 'viewer' },
       schema: {
         tags,

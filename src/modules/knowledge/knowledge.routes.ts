@@ -2,6 +2,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { abortedWhenClientLeaves } from '../../http/client-gone.ts';
+import { bodyMayBeOmitted } from '../../http/optional-body.ts';
 import { IdParams } from '../../http/schemas.ts';
 import {
   CreateSourceBody,
@@ -185,6 +186,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<KnowledgeRoutesOptions> 
   app.post(
     '/documents/reindex',
     {
+      preValidation: bodyMayBeOmitted,
       schema: {
         tags: documentTags,
         summary: 'Reindex documents',

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { bodyMayBeOmitted } from '../../http/optional-body.ts';
 import { IdParams } from '../../http/schemas.ts';
 import { resumePoint, sendEventStream } from '../../http/sse.ts';
 import {
@@ -22,6 +23,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = asyn
   app.post(
     '/workflows/:id/run',
     {
+      preValidation: bodyMayBeOmitted,
       schema: {
         tags,
         summary: 'Run a workflow',
