@@ -182,13 +182,15 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
   // Bit sets over all runs only for the items of mined itemsets: those are frequent, so their
   // number is bounded by the data, whereas one set per distinct item (a context field name
   // per run, say) would take gigabytes.
-  const itemBits = new Map<number, Uint32Array>();
+  const itemBits: Array<Uint32Array | undefined> = new Array(names.length);
   for (const [itemIds] of mined.itemsets) {
-    for (const id of itemIds) if (!itemBits.has(id)) itemBits.set(id, new Uint32Array(words));
+    for (const id of itemIds) itemBits[id] ??= new Uint32Array(words);
   }
   for (let index = 0; index < n; index += 1) {
-    for (const id of itemsOf(index)) {
-      const bits = itemBits.get(id);
+    const start = itemOffsets[index] as number;
+    const end = itemOffsets[index + 1] as number;
+    for (let at = start; at < end; at += 1) {
+      const bits = itemBits[runItems[at] as number];
       if (bits) bits[index >>> 5] = (bits[index >>> 5] as number) | (1 << (index & 31));
     }
   }
@@ -196,13 +198,15 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
   // Measure against every run, keep what passes, and the best of each core.
   const best = new Map<string, { scored: Scored; matches: Uint32Array }>();
   const matches = new Uint32Array(words);
+  const isAgent = names.map((name) => name.startsWith('agent:'));
+  const costs = Float64Array.from(runs, (run) => run.cost);
+  const durations = Float64Array.from(runs, (run) => run.duration_ms ?? 0);
   for (const [itemIds, support] of mined.itemsets) {
     options.signal?.throwIfAborted();
-    const items = itemIds.map((id) => names[id] as string).sort();
-    if (!items.some((item) => item.startsWith('agent:'))) continue;
-    matches.set(itemBits.get(itemIds[0] as number) as Uint32Array);
+    if (!itemIds.some((id) => isAgent[id])) continue;
+    matches.set(itemBits[itemIds[0] as number] as Uint32Array);
     for (let k = 1; k < itemIds.length; k += 1) {
-      const bits = itemBits.get(itemIds[k] as number) as Uint32Array;
+      const bits = itemBits[itemIds[k] as number] as Uint32Array;
       for (let w = 0; w < words; w += 1) matches[w] = (matches[w] as number) & (bits[w] as number);
     }
     let matching = 0;
@@ -210,14 +214,20 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
     if (wilsonLowerBound(support, matching, CONFIDENCE_Z) < options.minConfidence) continue;
 
     const wins = new Uint32Array(words);
-    for (let w = 0; w < words; w += 1) wins[w] = (matches[w] as number) & (succeeded[w] as number);
     let cost = 0;
     let duration = 0;
-    const successes = indexesOf(wins);
-    for (const index of successes) {
-      cost += (runs[index] as MinedRun).cost;
-      duration += (runs[index] as MinedRun).duration_ms ?? 0;
+    for (let w = 0; w < words; w += 1) {
+      let word = (matches[w] as number) & (succeeded[w] as number);
+      wins[w] = word;
+      while (word !== 0) {
+        const low = word & -word;
+        const index = (w << 5) + (31 - Math.clz32(low));
+        cost += costs[index] as number;
+        duration += durations[index] as number;
+        word ^= low;
+      }
     }
+    const items = itemIds.map((id) => names[id] as string).sort();
     const outcome = {
       support,
       matching,
@@ -253,7 +263,7 @@ export async function minePatterns(runs: readonly MinedRun[], options: MineOptio
         averageCost: round(outcome.averageCost, 1e8),
         quality: quality.score,
         qualityParts: quality.parts,
-        exampleRunIds: successes.slice(0, EXAMPLES).map((index) => (runs[index] as MinedRun).id),
+        exampleRunIds: indexesOf(wins, EXAMPLES).map((index) => (runs[index] as MinedRun).id),
         goalTemplate: '',
       },
     });
@@ -355,15 +365,18 @@ function typicalItems(
   patternItem: readonly boolean[],
   support: number,
 ): string[] {
-  const counts = new Map<number, number>();
+  const counts = new Int32Array(names.length);
+  const seen: number[] = [];
   for (const index of successes) {
     for (const id of itemsOf(index)) {
-      if (!patternItem[id]) counts.set(id, (counts.get(id) ?? 0) + 1);
+      if (patternItem[id]) continue;
+      if (counts[id] === 0) seen.push(id);
+      counts[id] = (counts[id] as number) + 1;
     }
   }
-  return [...counts]
-    .filter(([, count]) => count >= support * TYPICAL_SHARE)
-    .map(([id]) => names[id] as string);
+  return seen
+    .filter((id) => (counts[id] as number) >= support * TYPICAL_SHARE)
+    .map((id) => names[id] as string);
 }
 
 const round = (value: number, scale = 10_000) => Math.round(value * scale) / scale;

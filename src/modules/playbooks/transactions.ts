@@ -56,6 +56,10 @@ export class ItemEncoder {
     [kind in 'agent' | 'tool' | 'ctx' | 'in']: Map<string, number>;
   };
   private readonly pairs = new Map<number, Map<number, number>>();
+  /** Configuration item ids by raw value: no string is built per run for them. */
+  private readonly modes = new Map<string, number>();
+  private readonly errorHandlings = new Map<string, number>();
+  private readonly timeouts = new Map<number, number>();
   /** Which run last took each id (dedupe within a run without a set). */
   private stamps = new Int32Array(64);
   private runStamp = 0;
@@ -104,6 +108,15 @@ export class ItemEncoder {
     return id;
   }
 
+  private cached<K>(cache: Map<K, number>, key: K, item: () => string): number {
+    let id = cache.get(key);
+    if (id === undefined) {
+      id = this.idOf(item());
+      cache.set(key, id);
+    }
+    return id;
+  }
+
   /** The run's distinct item ids, in no particular order. */
   encode(run: MinedRun): number[] {
     this.runStamp += 1;
@@ -124,9 +137,15 @@ export class ItemEncoder {
     for (const raw of run.tools_used) add(this.named('tool', raw));
     for (const raw of run.context_fields) add(this.named('ctx', raw));
     for (const raw of run.inputs) add(this.named('in', raw));
-    add(this.idOf(`cfg:mode=${run.mode}`));
-    add(this.idOf(`cfg:errors=${run.error_handling}`));
-    add(this.idOf(`cfg:timeout=${timeoutBand(run.timeout_seconds)}`));
+    add(this.cached(this.modes, run.mode, () => `cfg:mode=${run.mode}`));
+    add(this.cached(this.errorHandlings, run.error_handling, () => `cfg:errors=${run.error_handling}`));
+    add(
+      this.cached(
+        this.timeouts,
+        run.timeout_seconds,
+        () => `cfg:timeout=${timeoutBand(run.timeout_seconds)}`,
+      ),
+    );
     return out;
   }
 }
