@@ -1,5 +1,9 @@
 import type { SwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
+import { bodyMayBeOmitted } from './optional-body.ts';
+
+/** Marks, on an operation, a body that may be left out (`bodyMayBeOmitted`); see swaggerOptions. */
+const BODY_OPTIONAL = 'x-body-optional';
 
 const problemResponse = (description: string) => ({
   description,
@@ -17,6 +21,8 @@ export function registerOpenApiConventions(app: FastifyInstance): void {
     const response = route.schema.response as Record<string, unknown>;
     response['4xx'] ??= problemResponse('Client error: problem details naming the field or rule at fault');
     response['5xx'] ??= problemResponse('Server error: problem details with a request_id, no internals');
+    const hooks = [route.preValidation ?? []].flat();
+    if (hooks.includes(bodyMayBeOmitted)) (route.schema as Record<string, unknown>)[BODY_OPTIONAL] = true;
   });
 }
 
@@ -49,6 +55,20 @@ export function swaggerOptions(authMode: 'oidc' | 'dev'): SwaggerOptions {
         { bearer: [], workspace: [] },
         { bearer: [], apiKey: [] },
       ],
+    },
+    // @fastify/swagger marks every body required; a route that takes a missing body as {} says so.
+    transformObject: (documentObject) => {
+      const document = (documentObject as { openapiObject?: Record<string, unknown> }).openapiObject ?? {};
+      const paths = (document.paths ?? {}) as Record<string, Record<string, Record<string, unknown>>>;
+      for (const operations of Object.values(paths)) {
+        for (const operation of Object.values(operations)) {
+          if (!operation[BODY_OPTIONAL]) continue;
+          delete operation[BODY_OPTIONAL];
+          const body = operation.requestBody as { required?: boolean } | undefined;
+          if (body) body.required = false;
+        }
+      }
+      return document;
     },
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) =>
