@@ -1,6 +1,5 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
 import { openEventStream } from '../helpers/event-stream.ts';
@@ -341,34 +340,6 @@ describe('errors', () => {
     const history = await t.call(erin, 'GET', `/api/chat/conversations/${events[0]?.data.conversation_id}`);
     expect(history.json().messages[1]).toMatchObject({ content: 'half an ' });
     expect(history.json().messages[1].error).toMatch(/^provider_timeout: /);
-  });
-
-  it('sends the first output before the turn is stored, and ends with an error if storing it fails', async () => {
-    const fay = await t.newWorkspace('fay');
-    await configure(fay);
-    // A real failure of the turn's first write: the database refuses this one message.
-    await t.rows(sql`create or replace function refuse_marked_message() returns trigger language plpgsql as $$
-      begin
-        if new.content = 'refuse me' then raise exception 'refused by the test'; end if;
-        return new;
-      end $$`);
-    await t.rows(sql`create trigger refuse_marked_message before insert on messages
-      for each row execute function refuse_marked_message()`);
-    try {
-      llm.reply({ type: 'text', text: ['first ', 'second'], usage: { input_tokens: 2, output_tokens: 2 } });
-      const events = await (await chat(fay, { message: 'refuse me' })).done;
-      expect(events.map((e) => e.event)).toEqual(['start', 'delta', 'error']);
-      expect(events[1]?.data).toEqual({ text: 'first ' });
-      expect(JSON.stringify(events[2]?.data)).not.toContain('refused by the test');
-      // Nothing of the turn is kept: no conversation, no half-stored message.
-      expect((await t.call(fay, 'GET', '/api/chat/conversations')).json().total).toBe(0);
-      const rows = await t.rows<{ n: number }>(
-        sql`select count(*)::int as n from messages where workspace_id = ${fay.workspaceId}`,
-      );
-      expect(rows[0]?.n).toBe(0);
-    } finally {
-      await t.rows(sql`drop trigger refuse_marked_message on messages`);
-    }
   });
 });
 

@@ -18,7 +18,7 @@ export type MessageRow = typeof messages.$inferSelect;
 /** A tool call of an answer, with its input and output (the runs' record shape). */
 export type ToolCallRecord = MessageRow['tool_calls'][number];
 export type Citation = MessageRow['citations'][number];
-export type NewMessage = Omit<typeof messages.$inferInsert, 'id' | 'created_at'> & { id?: number };
+export type NewMessage = Omit<typeof messages.$inferInsert, 'id' | 'created_at'>;
 export type MessageOutcome = Pick<
   NewMessage,
   'content' | 'tool_calls' | 'citations' | 'usage' | 'cost' | 'latency_ms' | 'provider' | 'model' | 'error'
@@ -44,22 +44,9 @@ export function createChatRepository(db: Db) {
       return row;
     },
 
-    /**
-     * Takes `count` message ids from the messages' sequence without a transaction or a lock,
-     * so a turn can name its answer before it stores it.
-     */
-    async reserveMessageIds(count: number): Promise<number[]> {
-      const result = await db.execute(
-        sql`select nextval(pg_get_serial_sequence('messages', 'id'))::float8 as id from generate_series(1, ${count})`,
-      );
-      return (result as unknown as { rows: { id: number }[] }).rows
-        .map((row) => Number(row.id))
-        .sort((a, b) => a - b);
-    },
-
     async insertConversation(
       owner: Owner,
-      values: { id?: string; title: string; agent_id: string | null },
+      values: { title: string; agent_id: string | null },
     ): Promise<ConversationRow> {
       const [row] = await db
         .insert(conversations)

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, notFound } from '../../errors.ts';
@@ -85,10 +84,6 @@ export function createChatService(deps: ChatDependencies) {
         budget,
       );
 
-      // The answer's ids are taken while the provider prepares its first output, so that
-      // output reaches the client without waiting for a database write (docs/chat.md).
-      const conversationId = existing?.id ?? randomUUID();
-      const reserved = repo.reserveMessageIds(2);
       const turn = deps.gateway
         .stream({
           workspaceId: caller.workspaceId,
@@ -102,44 +97,29 @@ export function createChatService(deps: ChatDependencies) {
         })
         [Symbol.asyncIterator]();
       // The first output decides: a failure before it is the request's error, with nothing stored.
-      let next: IteratorResult<ModelEvent>;
-      let questionId: number;
-      let answerId: number;
-      try {
-        [next, [questionId, answerId]] = (await Promise.all([turn.next(), reserved])) as [
-          IteratorResult<ModelEvent>,
-          [number, number],
-        ];
-      } catch (error) {
-        await turn.return?.();
-        throw error;
-      }
+      let next = await turn.next();
 
-      // Stored while the first output streams, and awaited before anything else is sent: a
-      // failure to store ends the stream with an error, and an answer cut off by a crash still
-      // shows in the history as incomplete.
       const stored = inTransaction(deps.db, async (tx) => {
         const txRepo = createChatRepository(tx);
+        const conversation =
+          existing ??
+          (await txRepo.insertConversation(owner, { title: titleOf(input.message), agent_id: agentId }));
         if (existing) await txRepo.touchConversation(caller.workspaceId, existing.id);
-        else {
-          await txRepo.insertConversation(owner, {
-            id: conversationId,
-            title: titleOf(input.message),
-            agent_id: agentId,
-          });
-        }
-        const base = { conversation_id: conversationId, workspace_id: caller.workspaceId };
-        await txRepo.insertMessage({ ...base, id: questionId, role: 'user', content: input.message });
-        await txRepo.insertMessage({
+        const base = { conversation_id: conversation.id, workspace_id: caller.workspaceId };
+        await txRepo.insertMessage({ ...base, role: 'user', content: input.message });
+        // Stored before it streams, so an answer cut off by a crash still shows in the history.
+        const answer = await txRepo.insertMessage({
           ...base,
-          id: answerId,
           role: 'assistant',
           content: '',
           error: 'incomplete: the answer was interrupted before it finished',
         });
+        return { conversation, answer };
       });
-      // Observed at once (an outage must not surface as an unhandled rejection), awaited below.
-      stored.catch(() => {});
+      const { conversation, answer } = await stored.catch(async (error: unknown) => {
+        await turn.return?.();
+        throw error;
+      });
 
       let sequence = 0;
       const event = (name: ChatEvent['event'], data: unknown): ChatEvent => ({
@@ -153,33 +133,15 @@ export function createChatService(deps: ChatDependencies) {
       let settled = false;
       const settle = async (outcome: Parameters<typeof repo.completeMessage>[2]) => {
         settled = true;
-        // A turn whose first write failed has no answer row to complete.
-        if (
-          !(await stored.then(
-            () => true,
-            () => false,
-          ))
-        )
-          return;
         await inTransaction(deps.db, async (tx) => {
           const txRepo = createChatRepository(tx);
-          await txRepo.completeMessage(caller.workspaceId, answerId, outcome);
-          await txRepo.touchConversation(caller.workspaceId, conversationId);
-        });
-      };
-      let storeChecked = false;
-      /** Waits for the turn's first write once: its failure ends the stream. */
-      const ensureStored = async () => {
-        if (storeChecked) return;
-        storeChecked = true;
-        await stored.catch((error: unknown) => {
-          settled = true;
-          throw error;
+          await txRepo.completeMessage(caller.workspaceId, answer.id, outcome);
+          await txRepo.touchConversation(caller.workspaceId, conversation.id);
         });
       };
 
       try {
-        yield event('start', { conversation_id: conversationId, message_id: answerId });
+        yield event('start', { conversation_id: conversation.id, message_id: answer.id });
         let finish: Extract<ModelEvent, { type: 'finish' }> | undefined;
         while (!next.done) {
           const item = next.value;
@@ -214,10 +176,8 @@ export function createChatService(deps: ChatDependencies) {
               finish = item;
               break;
           }
-          await ensureStored();
           next = await turn.next();
         }
-        await ensureStored();
         if (!finish) throw new Error('the model stream ended without a finish event');
         await settle({
           content: finish.text,
@@ -231,7 +191,7 @@ export function createChatService(deps: ChatDependencies) {
           error: null,
         });
         yield event('done', {
-          message_id: answerId,
+          message_id: answer.id,
           usage: finish.usage,
           cost: finish.cost,
           latency_ms: finish.latency_ms,
