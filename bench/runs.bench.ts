@@ -409,6 +409,9 @@ interface ChatFigures {
   slowAddedP99: number;
   addedP50: number;
   addedP99: number;
+  /** The added time before the provider's request arrived, and after its first byte (p50). */
+  beforeProviderP50: number;
+  afterFirstByteP50: number;
   clientP50: number;
   providerP50: number;
   chatErrors: number;
@@ -434,15 +437,24 @@ async function timeFirstDelta(
   llm: LlmServer,
   requests: number,
   firstByteDelayMs: number,
-): Promise<{ added: number[]; client: number[]; provider: number[]; errors: number }> {
+): Promise<{
+  added: number[];
+  before: number[];
+  after: number[];
+  client: number[];
+  provider: number[];
+  errors: number;
+}> {
   llm.reset();
   llm.fallbackReply = { type: 'text', text: ['Hello', ' from', ' the loopback model.'], firstByteDelayMs };
   const added: number[] = [];
+  const before: number[] = [];
+  const after: number[] = [];
   const client: number[] = [];
   const provider: number[] = [];
   let errors = 0;
   for (let i = 0; i < requests + 20; i++) {
-    const before = llm.modelRequests().length;
+    const seen = llm.modelRequests().length;
     const sentAt = performance.now();
     const response = await call(server, 'POST', '/api/chat', { message: `Question ${i}` });
     if (response.status !== 200) {
@@ -451,7 +463,7 @@ async function timeFirstDelta(
       continue;
     }
     const read = await readChat(response, sentAt);
-    const request = llm.modelRequests()[before];
+    const request = llm.modelRequests()[seen];
     if (!read.done || read.firstDeltaMs === undefined || request?.firstByteAt === undefined) {
       errors += 1;
       continue;
@@ -461,8 +473,11 @@ async function timeFirstDelta(
     client.push(read.firstDeltaMs);
     provider.push(providerMs);
     added.push(read.firstDeltaMs - providerMs);
+    // The added time split: until the provider's request arrives, and from its first byte on.
+    before.push(request.arrivedAt - sentAt);
+    after.push(sentAt + read.firstDeltaMs - request.firstByteAt);
   }
-  return { added, client, provider, errors };
+  return { added, before, after, client, provider, errors };
 }
 
 async function benchChat(server: ApiServer, llm: LlmServer): Promise<ChatFigures> {
@@ -507,6 +522,8 @@ async function benchChat(server: ApiServer, llm: LlmServer): Promise<ChatFigures
     slowAddedP99: percentile(slow.added, 99),
     addedP50: percentile(added, 50),
     addedP99: percentile(added, 99),
+    beforeProviderP50: percentile(instant.before, 50),
+    afterFirstByteP50: percentile(instant.after, 50),
     clientP50: percentile(client, 50),
     providerP50: percentile(provider, 50),
     chatErrors,
@@ -668,6 +685,11 @@ const rows: Row[] = [
     `chat: added time to first \`delta\` p50 / p99 (${CHAT_REQUESTS} sequential)`,
     (c) => (c.chat ? `${ms(c.chat.addedP50)} / ${ms(c.chat.addedP99)}` : '–'),
     'p50 < 5 ms',
+  ],
+  [
+    'chat: of which before the provider call arrives / after its first byte (p50)',
+    (c) => (c.chat ? `${ms(c.chat.beforeProviderP50)} / ${ms(c.chat.afterFirstByteP50)}` : '–'),
+    '',
   ],
   [
     `chat: the same with a provider taking ${SLOW_FIRST_BYTE_MS} ms to its first byte (${Math.ceil(CHAT_REQUESTS / 2)} sequential)`,
