@@ -21,6 +21,23 @@ export interface RatioArm {
   sum_xy: number;
 }
 
+/**
+ * Sums per-unit (x, y) pairs into an arm: (successes, runs) for a success rate, (cost, runs) for
+ * cost per run, (hits, searches) for a hit-rate, (value, 1) for a per-unit mean.
+ */
+export function ratioArmOf(units: Iterable<readonly [x: number, y: number]>): RatioArm {
+  const arm: RatioArm = { units: 0, sum_x: 0, sum_y: 0, sum_xx: 0, sum_yy: 0, sum_xy: 0 };
+  for (const [x, y] of units) {
+    arm.units++;
+    arm.sum_x += x;
+    arm.sum_y += y;
+    arm.sum_xx += x * x;
+    arm.sum_yy += y * y;
+    arm.sum_xy += x * y;
+  }
+  return arm;
+}
+
 /** One metric, control against treatment. Lifts and intervals are relative (0.05 = +5 %). */
 export interface MetricComparison {
   control: number | null;
