@@ -61,7 +61,7 @@ export interface PolicyArmRef {
 export type ExperimentStatus = 'running' | 'stopped' | 'concluded';
 
 /**
- * An A/B test between two policy references (control = policy_a, treatment = policy_b); at
+ * An A/B test between two policy references (a is the control, b the treatment); at
  * most one per pair of policies in a workspace. Assignment hashes `salt` and the unit id.
  */
 export const policyExperiments = pgTable(
@@ -73,8 +73,8 @@ export const policyExperiments = pgTable(
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     policy_a: varchar('policy_a', { length: 100 }).notNull(),
     policy_b: varchar('policy_b', { length: 100 }).notNull(),
-    control: jsonb('control').$type<PolicyArmRef>().notNull(),
-    treatment: jsonb('treatment').$type<PolicyArmRef>().notNull(),
+    policy_a_ref: jsonb('policy_a_ref').$type<PolicyArmRef>().notNull(),
+    policy_b_ref: jsonb('policy_b_ref').$type<PolicyArmRef>().notNull(),
     weights: jsonb('weights').$type<[number, number]>().notNull(),
     coverage: doublePrecision('coverage').notNull().default(1),
     unit: varchar('unit', { length: 20 }).$type<'conversation' | 'user'>().notNull(),
@@ -82,7 +82,7 @@ export const policyExperiments = pgTable(
     guardrail_metrics: jsonb('guardrail_metrics').$type<string[]>().notNull(),
     status: varchar('status', { length: 20 }).$type<ExperimentStatus>().notNull(),
     salt: varchar('salt', { length: 100 }).notNull(),
-    winner: varchar('winner', { length: 20 }).$type<'control' | 'treatment'>(),
+    winner: varchar('winner', { length: 20 }).$type<'a' | 'b'>(),
     started_at: timestamp('started_at', { withTimezone: true, mode: 'date' }),
     stopped_at: timestamp('stopped_at', { withTimezone: true, mode: 'date' }),
     updated_by: varchar('updated_by', { length: 255 }).notNull(),
@@ -106,7 +106,7 @@ export const policyExposures = pgTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: 'cascade' }),
     unit_id: varchar('unit_id', { length: 255 }).notNull(),
-    variant: varchar('variant', { length: 20 }).$type<'control' | 'treatment'>().notNull(),
+    variant: varchar('variant', { length: 20 }).$type<'a' | 'b'>().notNull(),
     created_at: createdAt(),
   },
   (t) => [
