@@ -201,7 +201,14 @@ export function assemblePolicy(content: PolicyContent, input: AssembleInput): As
     });
     const reason: SectionReport['reason'] =
       condition === undefined ? 'always' : holds ? 'condition_true' : 'condition_false';
-    return { section, static: isStatic(section), text, tokens: estimateTokens(text), included: holds, reason };
+    return {
+      section,
+      static: isStatic(section),
+      text,
+      tokens: estimateTokens(text),
+      included: holds,
+      reason: reason as SectionReport['reason'],
+    };
   });
 
   // Static first, then dynamic; each group keeps the policy's order.
