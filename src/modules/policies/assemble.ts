@@ -139,11 +139,7 @@ function lookup(values: Record<string, unknown>, path: string): unknown {
 }
 
 const asText = (value: unknown): string =>
-  typeof value === 'string'
-    ? value
-    : value === undefined || value === null
-      ? ''
-      : canonicalJson(value);
+  typeof value === 'string' ? value : value === undefined || value === null ? '' : canonicalJson(value);
 
 /** JSON with sorted keys: the same value, the same text. */
 export function canonicalJson(value: unknown): string {
@@ -235,7 +231,8 @@ export function assemblePolicy(content: PolicyContent, input: AssembleInput): As
   const messages: Assembled['messages'] = [];
   if (system.length > 0) messages.push({ role: 'system', content: system.map((r) => r.text).join('\n\n') });
   for (const r of ordered) {
-    if (r.included && roleOf(r.section) !== 'system') messages.push({ role: roleOf(r.section), content: r.text });
+    if (r.included && roleOf(r.section) !== 'system')
+      messages.push({ role: roleOf(r.section), content: r.text });
   }
 
   return {

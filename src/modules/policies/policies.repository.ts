@@ -82,7 +82,15 @@ export function createPoliciesRepository(db: Db) {
       if (labels.length === 0) return;
       await db
         .insert(policyLabels)
-        .values(labels.map((label) => ({ workspace_id: workspaceId, policy_id: policyId, label, version, updated_by: by })))
+        .values(
+          labels.map((label) => ({
+            workspace_id: workspaceId,
+            policy_id: policyId,
+            label,
+            version,
+            updated_by: by,
+          })),
+        )
         .onConflictDoUpdate({
           target: [policyLabels.workspace_id, policyLabels.policy_id, policyLabels.label],
           set: { version, updated_by: by, updated_at: sql`now()` },

@@ -17,13 +17,19 @@ const Section = Type.Object(
   {
     name: Type.String({ pattern: NAME_PATTERN, description: 'unique within the policy' }),
     kind: StringEnum(SECTION_KINDS),
-    role: Type.Optional(StringEnum(MESSAGE_ROLES, { description: 'the message it goes into; system by default' })),
-    text: Type.String({ maxLength: 100_000, description: 'the text; {{variable}} is replaced, nothing else runs' }),
+    role: Type.Optional(
+      StringEnum(MESSAGE_ROLES, { description: 'the message it goes into; system by default' }),
+    ),
+    text: Type.String({
+      maxLength: 100_000,
+      description: 'the text; {{variable}} is replaced, nothing else runs',
+    }),
     when: Type.Optional(
       Type.String({
         minLength: 1,
         maxLength: 2_000,
-        description: 'a condition (the condition language, docs/policies.md); the section is left out when false',
+        description:
+          'a condition (the condition language, docs/policies.md); the section is left out when false',
       }),
     ),
     required: Type.Optional(
@@ -44,7 +50,9 @@ const ModelSchema = Type.Object(
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
     max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
     top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    fallbacks: Type.Optional(Type.Array(Type.Object(ModelName, { additionalProperties: false }), { maxItems: 5 })),
+    fallbacks: Type.Optional(
+      Type.Array(Type.Object(ModelName, { additionalProperties: false }), { maxItems: 5 }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -90,7 +98,10 @@ const PolicyContentFields = {
     ),
   ),
   playbooks: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 50, description: 'attached playbook ids' }),
+    Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+      maxItems: 50,
+      description: 'attached playbook ids',
+    }),
   ),
   token_budget: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
 };
@@ -137,7 +148,9 @@ export const PolicySchema = Type.Object({
   version: Type.Integer({ description: 'the version shown' }),
   content_hash: Type.String({ description: 'sha256 of the content’s canonical JSON' }),
   content: PolicyContentSchema,
-  labels: Type.Record(Type.String(), Type.Integer(), { description: 'every label and the version it points at' }),
+  labels: Type.Record(Type.String(), Type.Integer(), {
+    description: 'every label and the version it points at',
+  }),
   versions: Type.Array(
     Type.Object({
       version: Type.Integer(),
@@ -165,7 +178,10 @@ export const AssembleBody = Type.Object(
       Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100, description: 'values for {{name}}' }),
     ),
     context: Type.Optional(
-      Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100, description: 'facts conditions test' }),
+      Type.Record(Type.String(), Type.Unknown(), {
+        maxProperties: 100,
+        description: 'facts conditions test',
+      }),
     ),
     dry_run: Type.Optional(Type.Boolean({ description: 'renders without recording an exposure' })),
   },
@@ -202,7 +218,9 @@ export const AssemblySchema = Type.Object({
     }),
   ),
   model: Type.Union([ModelSchema, Type.Null()]),
-  tools: Type.Array(Type.Object({ name: Type.String(), config: Type.Optional(Type.Record(Type.String(), Type.Unknown())) })),
+  tools: Type.Array(
+    Type.Object({ name: Type.String(), config: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }),
+  ),
   retrieval: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
   playbooks: Type.Array(Type.String()),
   tokens: Type.Object({
@@ -241,7 +259,9 @@ export const SetExperimentBody = Type.Object(
     coverage: Type.Optional(
       Type.Number({ minimum: 0, maximum: 1, description: 'share of units in the experiment; 1 by default' }),
     ),
-    unit: Type.Optional(StringEnum(['conversation', 'user'] as const, { description: 'conversation by default' })),
+    unit: Type.Optional(
+      StringEnum(['conversation', 'user'] as const, { description: 'conversation by default' }),
+    ),
     primary_metric: Type.Optional(StringEnum(METRICS, { description: 'success_rate by default' })),
     guardrail_metrics: Type.Optional(Type.Array(StringEnum(METRICS), { maxItems: 4, uniqueItems: true })),
     action: Type.Optional(

@@ -180,7 +180,8 @@ export function createPoliciesService(deps: PoliciesDependencies) {
   /** The variant a unit gets, or undefined when coverage leaves it out of the experiment. */
   function variantOf(experiment: ExperimentRow, unitId: string): Variant | undefined {
     if (experiment.coverage < 1) {
-      const covered = bucketOf(`${experiment.salt}:coverage`, unitId) < Math.round(experiment.coverage * BUCKETS);
+      const covered =
+        bucketOf(`${experiment.salt}:coverage`, unitId) < Math.round(experiment.coverage * BUCKETS);
       if (!covered) return undefined;
     }
     return assign(experiment.salt, unitId, experiment.weights) === 0 ? 'a' : 'b';
@@ -191,7 +192,8 @@ export function createPoliciesService(deps: PoliciesDependencies) {
     const workspaceId = caller.workspaceId;
     const userId = input.user_id ?? caller.userId;
     let served = await resolve(workspaceId, policyId, input);
-    let experiment: { id: string; variant: Variant; unit: 'conversation' | 'user'; unit_id: string } | null = null;
+    let experiment: { id: string; variant: Variant; unit: 'conversation' | 'user'; unit_id: string } | null =
+      null;
 
     // An experiment decides what production would serve; a pinned version or another label is served as asked.
     if (input.version === undefined && (input.label === undefined || input.label === 'production')) {
@@ -223,7 +225,10 @@ export function createPoliciesService(deps: PoliciesDependencies) {
         422,
         'policy_variable_missing',
         `the policy needs ${error.names.join(', ')}`,
-        error.names.map((name) => ({ field: `body.variables.${name}`, message: 'is required by the policy' })),
+        error.names.map((name) => ({
+          field: `body.variables.${name}`,
+          message: 'is required by the policy',
+        })),
       );
     }
     const assemblyId = `asm_${sha256(
@@ -272,7 +277,9 @@ export function createPoliciesService(deps: PoliciesDependencies) {
       };
     };
     const durations = (variant: Variant) =>
-      data.durations.filter((d) => d.variant === variant && d.duration_ms !== null).map((d) => d.duration_ms as number);
+      data.durations
+        .filter((d) => d.variant === variant && d.duration_ms !== null)
+        .map((d) => d.duration_ms as number);
     const none: MetricComparison = {
       control: null,
       treatment: null,
@@ -362,7 +369,8 @@ export function createPoliciesService(deps: PoliciesDependencies) {
       const problems: { field: string; message: string }[] = [];
       for (const side of ['policy_a', 'policy_b'] as const) {
         const ref = input[side];
-        if (RESERVED_IDS.has(ref.policy_id)) problems.push({ field: `body.${side}.policy_id`, message: 'is reserved' });
+        if (RESERVED_IDS.has(ref.policy_id))
+          problems.push({ field: `body.${side}.policy_id`, message: 'is reserved' });
         if (ref.label !== undefined && ref.version !== undefined) {
           problems.push({ field: `body.${side}.version`, message: 'give a label or a version, not both' });
         }
@@ -419,7 +427,12 @@ export function createPoliciesService(deps: PoliciesDependencies) {
         const action = input.action ?? (existing ? undefined : 'start');
         const status =
           action === 'start'
-            ? { status: 'running' as const, started_at: existing?.status === 'running' ? existing.started_at : now, stopped_at: null, winner: null }
+            ? {
+                status: 'running' as const,
+                started_at: existing?.status === 'running' ? existing.started_at : now,
+                stopped_at: null,
+                winner: null,
+              }
             : action === 'stop'
               ? { status: 'stopped' as const, stopped_at: now }
               : action === 'choose_winner'
@@ -443,7 +456,13 @@ export function createPoliciesService(deps: PoliciesDependencies) {
         }
         if (action === 'choose_winner' && input.winner) {
           const winning = resolved[input.winner] as PolicyVersionRow;
-          await txRepo.moveLabels(caller.workspaceId, winning.policy_id, ['production'], winning.version, caller.userId);
+          await txRepo.moveLabels(
+            caller.workspaceId,
+            winning.policy_id,
+            ['production'],
+            winning.version,
+            caller.userId,
+          );
         }
         return experimentView(row);
       });
@@ -488,7 +507,6 @@ export function createPoliciesService(deps: PoliciesDependencies) {
       };
     },
   };
-
 }
 
 export type PoliciesService = ReturnType<typeof createPoliciesService>;
