@@ -199,6 +199,8 @@ export async function createServices(config: Config, database: Database, options
       triggersFor: (workspaceId, agentIds, facts) => playbooks.triggersFor(workspaceId, agentIds, facts),
       countTriggers: (tx, ids) => playbooks.countTriggers(tx, ids),
     },
+    // Policies are created below (they read runs); agents with a policy are assembled by them.
+    policies: { assembleForAgent: (input) => policies.assembleForAgent(input) },
   });
   const runs = createRunsService({
     db,
@@ -312,7 +314,7 @@ export async function createServices(config: Config, database: Database, options
     }),
     modelGateway,
     retrieval,
-    chat: createChatService({ db, gateway: modelGateway, agents }),
+    chat: createChatService({ db, gateway: modelGateway, agents, policies }),
     playbooks,
     policies,
     codegraph,

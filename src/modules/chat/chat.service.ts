@@ -3,6 +3,7 @@ import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, notFound } from '../../errors.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
+import type { PoliciesService } from '../policies/policies.service.ts';
 import type { ModelEvent, ModelGateway } from '../providers/providers.service.ts';
 import {
   type Citation,
@@ -35,6 +36,8 @@ export interface ChatDependencies {
   db: Db;
   gateway: Pick<ModelGateway, 'stream'>;
   agents: Pick<AgentsService, 'get'>;
+  /** Assembles the context of an agent that has a policy (docs/policies.md). */
+  policies?: Pick<PoliciesService, 'assembleForAgent'>;
   /** Tokens of earlier messages a turn may carry (default `DEFAULT_HISTORY_TOKEN_BUDGET`). */
   historyTokenBudget?: number;
 }
@@ -88,15 +91,30 @@ export function createChatService(deps: ChatDependencies) {
       // The answer's ids are taken while the provider prepares its first output, so that
       // output reaches the client without waiting for a database write (docs/chat.md).
       const conversationId = existing?.id ?? randomUUID();
+      // An agent with a policy speaks its assembled context (the conversation is the unit).
+      const policy =
+        agent?.policy && deps.policies
+          ? await deps.policies.assembleForAgent({
+              workspaceId: caller.workspaceId,
+              userId: caller.userId,
+              policy: agent.policy,
+              agentId: agent.id,
+              conversationId,
+              variables: {},
+              context: {},
+            })
+          : undefined;
+      const system = policy ? policy.system : agent?.system_prompt;
+      const tools = policy?.tools ?? agent?.tools ?? [];
       const reserved = repo.reserveMessageIds(2);
       const turn = deps.gateway
         .stream({
           workspaceId: caller.workspaceId,
           userId: caller.userId,
-          model: agent?.model ?? null,
-          ...(agent?.system_prompt ? { system: agent.system_prompt } : {}),
-          messages: [...memory, { role: 'user', content: input.message }],
-          ...(agent && agent.tools.length > 0 ? { tools: agent.tools } : {}),
+          model: policy?.model ?? agent?.model ?? null,
+          ...(system ? { system } : {}),
+          messages: [...(policy?.messages ?? []), ...memory, { role: 'user', content: input.message }],
+          ...(agent && tools.length > 0 ? { tools } : {}),
           answerFromKnowledge: true,
           signal,
         })

@@ -82,6 +82,32 @@ export interface SetExperimentInput {
   winner?: Variant;
 }
 
+/** What a run step or a chat turn hands over to assemble an agent's policy. */
+export interface AgentAssemblyInput {
+  workspaceId: string;
+  userId: string;
+  policy: { id: string; label?: string };
+  agentId: string;
+  conversationId?: string;
+  variables: Record<string, unknown>;
+  context: Record<string, unknown>;
+}
+
+/** An agent's assembled context, in the shape a model request takes. */
+export interface AgentContext {
+  system: string;
+  messages: { role: 'user' | 'assistant'; content: string }[];
+  model: { provider: string; name: string } | null;
+  tools: { name: string; config?: Record<string, unknown> }[] | null;
+  record: {
+    policy_id: string;
+    policy_version: number;
+    policy_variant: string | null;
+    experiment_id: string | null;
+    experiment_unit: string | null;
+  };
+}
+
 type Metric = 'success_rate' | 'cost_per_run' | 'p95_latency' | 'retrieval_hit_rate';
 
 /** Why retrieval hit-rate has no per-variant value (docs/policies.md). */
@@ -360,6 +386,45 @@ export function createPoliciesService(deps: PoliciesDependencies) {
     },
 
     assemble,
+
+    /**
+     * The context of an agent that has a policy, for a run step or a chat turn: the system
+     * text, the other messages (examples), the model and tools when the policy sets them, and
+     * what a run records (policy, version, variant, experiment, unit). Records the exposure.
+     */
+    async assembleForAgent(input: AgentAssemblyInput): Promise<AgentContext> {
+      const result = await assemble(
+        { workspaceId: input.workspaceId, userId: input.userId },
+        input.policy.id,
+        {
+          ...(input.policy.label !== undefined ? { label: input.policy.label } : {}),
+          agent_id: input.agentId,
+          ...(input.conversationId !== undefined ? { conversation_id: input.conversationId } : {}),
+          user_id: input.userId,
+          variables: input.variables,
+          context: input.context,
+        },
+      );
+      const system = result.messages
+        .filter((m) => m.role === 'system')
+        .map((m) => m.content)
+        .join('\n\n');
+      return {
+        system,
+        messages: result.messages
+          .filter((m) => m.role !== 'system')
+          .map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content })),
+        model: result.model ? { provider: result.model.provider, name: result.model.name } : null,
+        tools: result.tools.length > 0 ? result.tools : null,
+        record: {
+          policy_id: result.policy_id,
+          policy_version: result.version,
+          policy_variant: result.experiment?.variant ?? null,
+          experiment_id: result.experiment?.id ?? null,
+          experiment_unit: result.experiment?.unit_id ?? null,
+        },
+      };
+    },
 
     /**
      * Creates or updates the experiment between two policy references, and starts, stops or
