@@ -472,6 +472,11 @@ export function createPoliciesService(deps: PoliciesDependencies) {
 
       return inTransaction(deps.db, async (tx) => {
         const txRepo = createPoliciesRepository(tx);
+        // Two first `set`s of one pair would both insert: the second waits and updates instead.
+        await txRepo.lockPolicy(
+          caller.workspaceId,
+          `abtest:${input.policy_a.policy_id}:${input.policy_b.policy_id}`,
+        );
         const existing = await txRepo.findExperiment(
           caller.workspaceId,
           input.policy_a.policy_id,
