@@ -98,6 +98,9 @@ describe('PUT and GET /api/policy/{policy_id}', () => {
     expect(byMember.statusCode).toBe(403);
     expect(byMember.json().code).toBe('insufficient_role');
     expect((await t.call(member, 'GET', '/api/policy/support')).statusCode).toBe(200);
+    // Assembling is a member's: viewers read but do not assemble.
+    expect((await assemble(viewer, 'support', { variables: { customer: 'x' } })).statusCode).toBe(403);
+    expect((await assemble(member, 'support', { variables: { customer: 'x' } })).statusCode).toBe(200);
     expect(
       (await setTest(member, { policy_a: { policy_id: 'support' }, policy_b: { policy_id: 'support' } }))
         .statusCode,
