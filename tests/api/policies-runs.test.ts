@@ -1,5 +1,7 @@
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
+import { openEventStream } from '../helpers/event-stream.ts';
 import { buildAgent, buildWorkflow } from '../helpers/factories.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -12,9 +14,12 @@ import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 let t: TestApp;
 let llm: LlmServer;
 let alice: Actor;
+let base: string;
 
 beforeAll(async () => {
   t = await createTestApp({ env: { VAULT_ALLOW_LOOPBACK: 'true' } });
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   llm = await startOpenAiServer();
   alice = await t.newWorkspace('policy-runs');
   const response = await t.call(alice, 'PUT', '/api/settings/providers', {
@@ -114,5 +119,32 @@ describe('runs of an agent with a policy', () => {
       await t.call(alice, 'GET', '/api/policy/abtest/get?policy_a=runner&policy_b=runner')
     ).json();
     expect(results.units.a + results.units.b).toBe(1);
+  });
+
+  it('chat turns of an agent with a policy speak its context, the conversation being the unit', async () => {
+    expect(
+      (
+        await t.call(alice, 'PUT', '/api/policy/chatty', {
+          sections: [{ name: 'p', kind: 'persona', text: 'You are the chat policy.' }],
+        })
+      ).statusCode,
+    ).toBe(201);
+    const agent = await buildAgent(t, alice, {
+      name: 'Chatty',
+      model: null,
+      system_prompt: 'old prompt',
+      policy: { id: 'chatty' },
+    });
+    llm.reset();
+    const stream = await openEventStream(`${base}/api/chat`, alice.headers, {
+      message: 'hi',
+      agent_id: agent.id,
+    });
+    expect(stream.status).toBe(200);
+    const events = await stream.done;
+    expect(events.at(-1)?.event).toBe('done');
+    const [request] = llm.modelRequests().slice(-1);
+    expect(request?.body.messages[0]).toEqual({ role: 'system', content: 'You are the chat policy.' });
+    expect(JSON.stringify(request?.body.messages)).not.toContain('old prompt');
   });
 });
