@@ -26,6 +26,7 @@ import { flagsRoutes } from './modules/flags/flags.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { playbooksRoutes } from './modules/playbooks/playbooks.routes.ts';
+import { policiesRoutes } from './modules/policies/policies.routes.ts';
 import { providersRoutes } from './modules/providers/providers.routes.ts';
 import { retrievalRoutes } from './modules/retrieval/retrieval.routes.ts';
 import { runsRoutes } from './modules/runs/runs.routes.ts';
@@ -116,6 +117,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       });
       await api.register(chatRoutes, { chat: services.chat });
       await api.register(playbooksRoutes, { playbooks: services.playbooks });
+      await api.register(policiesRoutes, { policies: services.policies });
       await api.register(providersRoutes, { providers: services.providers });
       await api.register(flagsRoutes, { flags: services.flags });
       await api.register(toolsRoutes, { tools: services.tools });

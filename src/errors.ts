@@ -36,6 +36,8 @@ export const ERROR_CODES = {
   playbook_not_found: 404,
   tenant_not_found: 404,
   flag_not_found: 404,
+  policy_not_found: 404,
+  experiment_not_found: 404,
   request_timeout: 408,
   member_exists: 409,
   last_owner: 409,
@@ -50,6 +52,7 @@ export const ERROR_CODES = {
   playbook_agents_missing: 409,
   precondition_failed: 412,
   idempotency_key_reused: 422,
+  policy_variable_missing: 422,
   archive_invalid: 422,
   archive_unsafe: 422,
   archive_too_large: 422,
@@ -127,6 +130,8 @@ const NOT_FOUND = {
   playbook: 'playbook_not_found',
   tenant: 'tenant_not_found',
   flag: 'flag_not_found',
+  policy: 'policy_not_found',
+  experiment: 'experiment_not_found',
 } as const satisfies Record<string, ErrorCode>;
 
 /** 404 for a resource that does not exist in the caller's workspace (or in any). */

@@ -48,6 +48,7 @@ import {
 import { createKnowledgeService } from './modules/knowledge/knowledge.service.ts';
 import { createNightlyMining } from './modules/playbooks/playbooks.jobs.ts';
 import { createPlaybooksService } from './modules/playbooks/playbooks.service.ts';
+import { createPoliciesService } from './modules/policies/policies.service.ts';
 import { createModelGateway } from './modules/providers/ai-gateway.ts';
 import { createProvidersService } from './modules/providers/providers.service.ts';
 import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
@@ -198,6 +199,8 @@ export async function createServices(config: Config, database: Database, options
       triggersFor: (workspaceId, agentIds, facts) => playbooks.triggersFor(workspaceId, agentIds, facts),
       countTriggers: (tx, ids) => playbooks.countTriggers(tx, ids),
     },
+    // Policies are created below (they read runs); agents with a policy are assembled by them.
+    policies: { assembleForAgent: (input) => policies.assembleForAgent(input) },
   });
   const runs = createRunsService({
     db,
@@ -211,6 +214,8 @@ export async function createServices(config: Config, database: Database, options
         'the queue did not take the run; the recovery sweep hands it over',
       ),
   });
+  // Policies read their experiments' run figures through the runs service.
+  const policies = createPoliciesService({ db, runs: { experimentData: runs.experimentData } });
   const playbooks = createPlaybooksService({
     db,
     activity: { record: activity.record },
@@ -309,8 +314,9 @@ export async function createServices(config: Config, database: Database, options
     }),
     modelGateway,
     retrieval,
-    chat: createChatService({ db, gateway: modelGateway, agents }),
+    chat: createChatService({ db, gateway: modelGateway, agents, policies }),
     playbooks,
+    policies,
     codegraph,
     knowledge,
     indexer,

@@ -29,6 +29,18 @@ export const ToolRefSchema = Type.Object(
 );
 export type ToolRef = Static<typeof ToolRefSchema>;
 
+/** An agent's policy: its id and the label to serve (production when absent, else latest). */
+export const AgentPolicyRefSchema = Type.Object(
+  {
+    id: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,99}$', description: 'the policy id (a slug)' }),
+    label: Type.Optional(
+      Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,49}$', description: 'the label to serve' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AgentPolicyRef = Static<typeof AgentPolicyRefSchema>;
+
 export const agents = pgTable(
   'agents',
   {
@@ -41,6 +53,8 @@ export const agents = pgTable(
     role: varchar('role', { length: 255 }),
     model: jsonb('model').$type<ModelRef>(),
     system_prompt: text('system_prompt'),
+    /** The policy whose assembled context replaces system_prompt and model (docs/policies.md). */
+    policy: jsonb('policy').$type<AgentPolicyRef>(),
     tools: jsonb('tools').$type<ToolRef[]>().notNull().default([]),
     status: varchar('status', { length: 20 }).$type<AgentStatus>().notNull().default('Idle'),
     config: jsonb('config').$type<Record<string, unknown>>().notNull().default({}),

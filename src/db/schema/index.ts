@@ -10,6 +10,7 @@ export * from './credentials.ts';
 export * from './flags.ts';
 export * from './knowledge.ts';
 export * from './playbooks.ts';
+export * from './policies.ts';
 export * from './retrieval.ts';
 export * from './runs.ts';
 export * from './settings.ts';

@@ -97,6 +97,15 @@ export const runs = pgTable(
     lease_expires_at: timestamp('lease_expires_at', { withTimezone: true, mode: 'date' }),
     deadline_at: timestamp('deadline_at', { withTimezone: true, mode: 'date' }),
     created_by: varchar('created_by', { length: 255 }),
+    /**
+     * The policy an agent of the run was assembled from (docs/policies.md): its id, version,
+     * and, when an experiment served it, the experiment, the variant and the unit bucketed.
+     */
+    policy_id: varchar('policy_id', { length: 100 }),
+    policy_version: integer('policy_version'),
+    policy_variant: varchar('policy_variant', { length: 20 }),
+    experiment_id: uuid('experiment_id'),
+    experiment_unit: varchar('experiment_unit', { length: 255 }),
     created_at: createdAt(),
     updated_at: updatedAt(),
     started_at: timestamp('started_at', { withTimezone: true, mode: 'date' }),
@@ -109,6 +118,9 @@ export const runs = pgTable(
       t.id.desc().nullsFirst(),
     ),
     index('runs_workflow_idx').on(t.workflow_id),
+    index('runs_experiment_idx')
+      .on(t.experiment_id, t.policy_variant)
+      .where(sql`${t.experiment_id} is not null`),
     index('runs_agent_ids_idx').using('gin', t.agent_ids),
     index('runs_unfinished_idx').on(t.status, t.created_at).where(sql`${t.status} in ('Queued', 'Running')`),
     uniqueIndex('runs_idempotency_idx')

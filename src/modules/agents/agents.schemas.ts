@@ -1,5 +1,10 @@
 import { Type } from 'typebox';
-import { AgentStatusSchema, ModelRefSchema, ToolRefSchema } from '../../db/schema/agents.ts';
+import {
+  AgentPolicyRefSchema,
+  AgentStatusSchema,
+  ModelRefSchema,
+  ToolRefSchema,
+} from '../../db/schema/agents.ts';
 import { Page, PageQuery, Tags, Timestamp, Uuid } from '../../http/schemas.ts';
 
 const fields = {
@@ -10,6 +15,10 @@ const fields = {
     description: 'the model this agent talks to; null uses the workspace’s default model',
   }),
   system_prompt: Type.Union([Type.String({ maxLength: 100_000 }), Type.Null()]),
+  policy: Type.Union([AgentPolicyRefSchema, Type.Null()], {
+    description:
+      'a policy (id, label) whose assembled context replaces system_prompt, and whose model, when set, replaces model, in runs and chats (docs/policies.md)',
+  }),
   tools: Type.Array(ToolRefSchema, { maxItems: 100 }),
   status: AgentStatusSchema,
   config: Type.Record(Type.String(), Type.Unknown()),
@@ -32,6 +41,7 @@ export const CreateAgentBody = Type.Object(
     description: Type.Optional(fields.description),
     role: Type.Optional(fields.role),
     system_prompt: Type.Optional(fields.system_prompt),
+    policy: Type.Optional(fields.policy),
     tools: Type.Optional(fields.tools),
     status: Type.Optional(fields.status),
     config: Type.Optional(fields.config),

@@ -46,7 +46,7 @@ export function createChatRepository(db: Db) {
 
     async insertConversation(
       owner: Owner,
-      values: { title: string; agent_id: string | null },
+      values: { id?: string; title: string; agent_id: string | null },
     ): Promise<ConversationRow> {
       const [row] = await db
         .insert(conversations)

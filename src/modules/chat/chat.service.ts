@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, notFound } from '../../errors.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
+import type { PoliciesService } from '../policies/policies.service.ts';
 import type { ModelEvent, ModelGateway } from '../providers/providers.service.ts';
 import {
   type Citation,
@@ -34,6 +36,8 @@ export interface ChatDependencies {
   db: Db;
   gateway: Pick<ModelGateway, 'stream'>;
   agents: Pick<AgentsService, 'get'>;
+  /** Assembles the context of an agent that has a policy (docs/policies.md). */
+  policies?: Pick<PoliciesService, 'assembleForAgent'>;
   /** Tokens of earlier messages a turn may carry (default `DEFAULT_HISTORY_TOKEN_BUDGET`). */
   historyTokenBudget?: number;
 }
@@ -84,14 +88,31 @@ export function createChatService(deps: ChatDependencies) {
         budget,
       );
 
+      // Named before it is stored: a policy's experiment assigns by conversation.
+      const conversationId = existing?.id ?? randomUUID();
+      // An agent with a policy speaks its assembled context (the conversation is the unit).
+      const policy =
+        agent?.policy && deps.policies
+          ? await deps.policies.assembleForAgent({
+              workspaceId: caller.workspaceId,
+              userId: caller.userId,
+              policy: agent.policy,
+              agentId: agent.id,
+              conversationId,
+              variables: {},
+              context: {},
+            })
+          : undefined;
+      const system = policy ? policy.system : agent?.system_prompt;
+      const tools = policy?.tools ?? agent?.tools ?? [];
       const turn = deps.gateway
         .stream({
           workspaceId: caller.workspaceId,
           userId: caller.userId,
-          model: agent?.model ?? null,
-          ...(agent?.system_prompt ? { system: agent.system_prompt } : {}),
-          messages: [...memory, { role: 'user', content: input.message }],
-          ...(agent && agent.tools.length > 0 ? { tools: agent.tools } : {}),
+          model: policy?.model ?? agent?.model ?? null,
+          ...(system ? { system } : {}),
+          messages: [...(policy?.messages ?? []), ...memory, { role: 'user', content: input.message }],
+          ...(agent && tools.length > 0 ? { tools } : {}),
           answerFromKnowledge: true,
           signal,
         })
@@ -103,7 +124,11 @@ export function createChatService(deps: ChatDependencies) {
         const txRepo = createChatRepository(tx);
         const conversation =
           existing ??
-          (await txRepo.insertConversation(owner, { title: titleOf(input.message), agent_id: agentId }));
+          (await txRepo.insertConversation(owner, {
+            id: conversationId,
+            title: titleOf(input.message),
+            agent_id: agentId,
+          }));
         if (existing) await txRepo.touchConversation(caller.workspaceId, existing.id);
         const base = { conversation_id: conversation.id, workspace_id: caller.workspaceId };
         await txRepo.insertMessage({ ...base, role: 'user', content: input.message });

@@ -4,6 +4,7 @@ import type { PlaybookTrigger, ToolCallRecord } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
+import type { PoliciesService } from '../policies/policies.service.ts';
 import type { ModelEvent, ModelGateway, ModelRequest } from '../providers/providers.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import type { CommitRunChange, RunChangeLog } from './run-log.ts';
@@ -40,6 +41,8 @@ export interface RunEngineDependencies {
     ): Promise<(agent: { id: string; name: string }) => PlaybookTrigger[]>;
     countTriggers(tx: Db, attachmentIds: string[]): Promise<void>;
   };
+  /** Assembles the context of an agent that has a policy (docs/policies.md). */
+  policies?: Pick<PoliciesService, 'assembleForAgent'>;
 }
 
 /** How a run ends. */
@@ -373,13 +376,29 @@ export function createRunEngine(deps: RunEngineDependencies) {
     try {
       if (kind === 'agent' && !agent)
         throw new Error(`agent ${step.agentId} no longer exists in this workspace`);
+      // An agent with a policy speaks the policy's assembled context; the run records which.
+      const policy =
+        kind === 'agent' && agent?.policy && deps.policies
+          ? await deps.policies.assembleForAgent({
+              workspaceId: run.workspace_id,
+              userId: run.created_by ?? 'system',
+              policy: agent.policy,
+              agentId: agent.id,
+              ...(typeof run.context.conversation_id === 'string'
+                ? { conversationId: run.context.conversation_id }
+                : {}),
+              variables: run.inputs,
+              context: run.context,
+            })
+          : undefined;
+      if (policy) await repo.recordPolicy(run.id, policy.record);
       const request: ModelRequest = {
         workspaceId: run.workspace_id,
         userId: run.created_by ?? 'system',
-        model: agent?.model ?? null,
-        system: kind === 'merge' ? MERGE_SYSTEM : systemPrompt(agent as AgentRow),
-        messages: [{ role: 'user', content: prompt }],
-        tools: agent?.tools ?? [],
+        model: policy?.model ?? agent?.model ?? null,
+        system: kind === 'merge' ? MERGE_SYSTEM : (policy?.system ?? systemPrompt(agent as AgentRow)),
+        messages: [...(policy?.messages ?? []), { role: 'user', content: prompt }],
+        tools: policy?.tools ?? agent?.tools ?? [],
         signal,
       };
       let finish: Extract<ModelEvent, { type: 'finish' }> | undefined;

@@ -25,6 +25,29 @@ export type RunStepRow = typeof runSteps.$inferSelect;
 export type NewRunStep = Omit<typeof runSteps.$inferInsert, 'id' | 'started_at'>;
 export type RunEventRow = typeof runEvents.$inferSelect;
 
+/** What a run records of the policy its agent was assembled from. */
+export interface RunPolicy {
+  policy_id: string;
+  policy_version: number;
+  policy_variant: string | null;
+  experiment_id: string | null;
+  experiment_unit: string | null;
+}
+
+/** One variant's sums over units (see `experimentSums`). */
+export interface ExperimentSums {
+  variant: string;
+  units_with_runs: number;
+  sum_success: number;
+  sum_success_sq: number;
+  sum_cost: number;
+  sum_cost_sq: number;
+  sum_runs: number;
+  sum_runs_sq: number;
+  sum_success_runs: number;
+  sum_cost_runs: number;
+}
+
 export interface RunFilter {
   workflow_id?: string;
   agent_id?: string;
@@ -279,6 +302,66 @@ export function createRunsRepository(db: Db) {
         )
         .orderBy(asc(runs.created_at))
         .limit(limit);
+    },
+
+    /**
+     * Per-variant sums over the units of an experiment (docs/policies.md), from its finished
+     * runs: for success rate x = completed runs, for cost x = cost; y = finished runs. Units
+     * without a finished run add nothing but are counted by their exposure.
+     */
+    async experimentSums(workspaceId: string, experimentId: string): Promise<ExperimentSums[]> {
+      const result = await db.execute(sql`
+        with per_unit as (
+          select policy_variant as variant, experiment_unit as unit,
+                 count(*) filter (where status = 'Completed')::float8 as successes,
+                 count(*)::float8 as runs,
+                 coalesce(sum(cost), 0)::float8 as cost
+            from runs
+           where workspace_id = ${workspaceId} and experiment_id = ${experimentId}
+             and status in ('Completed', 'Failed', 'Cancelled')
+           group by 1, 2)
+        select variant,
+               count(*)::int as units_with_runs,
+               sum(successes) as sum_success, sum(successes * successes) as sum_success_sq,
+               sum(cost) as sum_cost, sum(cost * cost) as sum_cost_sq,
+               sum(runs) as sum_runs, sum(runs * runs) as sum_runs_sq,
+               sum(successes * runs) as sum_success_runs, sum(cost * runs) as sum_cost_runs
+          from per_unit group by variant`);
+      return (result as unknown as { rows: Record<string, unknown>[] }).rows.map((row) => ({
+        variant: String(row.variant),
+        units_with_runs: Number(row.units_with_runs),
+        sum_success: Number(row.sum_success),
+        sum_success_sq: Number(row.sum_success_sq),
+        sum_cost: Number(row.sum_cost),
+        sum_cost_sq: Number(row.sum_cost_sq),
+        sum_runs: Number(row.sum_runs),
+        sum_runs_sq: Number(row.sum_runs_sq),
+        sum_success_runs: Number(row.sum_success_runs),
+        sum_cost_runs: Number(row.sum_cost_runs),
+      }));
+    },
+
+    /** Durations (ms) of an experiment's finished runs per variant, for the p95. */
+    async experimentDurations(workspaceId: string, experimentId: string) {
+      return db
+        .select({ variant: runs.policy_variant, duration_ms: runs.duration_ms })
+        .from(runs)
+        .where(
+          and(
+            eq(runs.workspace_id, workspaceId),
+            eq(runs.experiment_id, experimentId),
+            sql`${runs.status} in ('Completed', 'Failed', 'Cancelled')`,
+            sql`${runs.duration_ms} is not null`,
+          ),
+        );
+    },
+
+    /** Records the policy a run's agent was assembled from, once (the first agent with a policy). */
+    async recordPolicy(id: string, policy: RunPolicy): Promise<void> {
+      await db
+        .update(runs)
+        .set(policy)
+        .where(and(eq(runs.id, id), sql`${runs.policy_id} is null`));
     },
 
     async insertStep(values: NewRunStep): Promise<RunStepRow> {

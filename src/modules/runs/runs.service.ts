@@ -128,6 +128,15 @@ export function createRunsService(deps: RunsDependencies) {
   }
 
   return {
+    /** Per-variant sums over an experiment's units, and its run durations (docs/policies.md). */
+    async experimentData(workspaceId: string, experimentId: string) {
+      const [sums, durations] = await Promise.all([
+        repo.experimentSums(workspaceId, experimentId),
+        repo.experimentDurations(workspaceId, experimentId),
+      ]);
+      return { sums, durations };
+    },
+
     /**
      * Records the run as Queued (the row is the truth) and hands it to the queue after the
      * commit. A repeated `Idempotency-Key` answers the run it started the first time.
