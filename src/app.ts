@@ -32,6 +32,7 @@ import { runsRoutes } from './modules/runs/runs.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
 import { toolsRoutes } from './modules/tools/tools.routes.ts';
 import { workflowsRoutes } from './modules/workflows/workflows.routes.ts';
+import { tenantsRoutes } from './modules/workspaces/tenants.routes.ts';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.ts';
 import type { Services } from './services.ts';
 
@@ -118,6 +119,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(playbooksRoutes, { playbooks: services.playbooks });
       await api.register(providersRoutes, { providers: services.providers });
       await api.register(flagsRoutes, { flags: services.flags });
+      await api.register(tenantsRoutes, { tenants: services.tenants });
       await api.register(toolsRoutes, { tools: services.tools });
       await api.register(retrievalRoutes, { retrieval: services.retrieval });
       await api.register(codegraphRoutes, {

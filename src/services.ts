@@ -62,6 +62,7 @@ import { createSystemService } from './modules/system/system.service.ts';
 import { loadToolDefinitions } from './modules/tools/tool-registry.ts';
 import { createToolsService } from './modules/tools/tools.service.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
+import { createTenantsService } from './modules/workspaces/tenants.service.ts';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
 
 /** Parts a caller may supply instead of the defaults. */
@@ -290,6 +291,13 @@ export async function createServices(config: Config, database: Database, options
     devJwks,
     verifyToken: createTokenVerifier(config.auth, devJwks),
     workspaces,
+    tenants: createTenantsService({
+      db,
+      activity: { record: activity.record },
+      seedDefaultModel: (tx, workspaceId, model) =>
+        settings.update(workspaceId, 'providers', { default_model: model }, tx),
+      platformAdmins: new Set(config.platformAdmins),
+    }),
     eventHub,
     activity,
     agents,
