@@ -29,6 +29,7 @@ import {
   indexProjectJob,
 } from './modules/codegraph/codegraph.jobs.ts';
 import { createCodegraphService } from './modules/codegraph/codegraph.service.ts';
+import { createCorsService } from './modules/cors/cors.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
@@ -297,6 +298,13 @@ export async function createServices(config: Config, database: Database, options
       seedDefaultModel: (tx, workspaceId, model) =>
         settings.update(workspaceId, 'providers', { default_model: model }, tx),
       platformAdmins: new Set(config.platformAdmins),
+    }),
+    cors: createCorsService({
+      db,
+      hub: eventHub,
+      platformAdmins: new Set(config.platformAdmins),
+      onChange: (change) =>
+        log.info({ user_id: change.userId, version: change.version }, 'CORS settings changed'),
     }),
     eventHub,
     activity,

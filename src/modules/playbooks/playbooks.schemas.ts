@@ -244,7 +244,11 @@ export const PutScheduleBody = Type.Object(
     ),
     time_zone: Type.Optional(
       Nullable(
-        Type.String({ minLength: 1, maxLength: 64, description: 'null: back to the tenant’s time zone, else UTC' }),
+        Type.String({
+          minLength: 1,
+          maxLength: 64,
+          description: 'null: back to the tenant’s time zone, else UTC',
+        }),
       ),
     ),
     enabled: Type.Optional(Type.Boolean()),

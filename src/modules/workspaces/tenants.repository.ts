@@ -33,7 +33,10 @@ export function createTenantsRepository(db: Db) {
         .limit(page.limit)
         .offset(page.offset);
       return paginate(page, rows, async () => {
-        const [row] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(tenants).where(where);
+        const [row] = await db
+          .select({ n: sql<number>`count(*)`.mapWith(Number) })
+          .from(tenants)
+          .where(where);
         return row?.n ?? 0;
       });
     },
@@ -82,7 +85,9 @@ export function createTenantsRepository(db: Db) {
     async insertWorkspace(tenantId: string, name: string, ownerId: string) {
       const [workspace] = await db.insert(workspaces).values({ tenant_id: tenantId, name }).returning();
       if (!workspace) throw new Error('workspace insert returned nothing');
-      await db.insert(workspaceMembers).values({ workspace_id: workspace.id, user_id: ownerId, role: 'owner' });
+      await db
+        .insert(workspaceMembers)
+        .values({ workspace_id: workspace.id, user_id: ownerId, role: 'owner' });
       return workspace;
     },
 

@@ -183,8 +183,15 @@ export function createTenantsService(deps: TenantsDependencies) {
           userId,
           row,
           workspaces.map((workspace) => workspace.id),
-          before.name === row.name ? `Tenant “${row.name}” settings changed` : `Tenant “${before.name}” renamed to “${row.name}”`,
-          { changed: Object.keys(changes), name: row.name, time_zone: row.time_zone, default_model: row.default_model },
+          before.name === row.name
+            ? `Tenant “${row.name}” settings changed`
+            : `Tenant “${before.name}” renamed to “${row.name}”`,
+          {
+            changed: Object.keys(changes),
+            name: row.name,
+            time_zone: row.time_zone,
+            default_model: row.default_model,
+          },
         );
         return present(row, workspaces);
       });
