@@ -8,11 +8,17 @@ export type TenantRow = typeof tenants.$inferSelect;
 /** What a create or an update sets (the repository stamps `updated_at`). */
 export type TenantWrite = Partial<Pick<TenantRow, 'name' | 'time_zone' | 'default_model'>>;
 
+/**
+ * The outer query's tenant id, spelled out: drizzle writes a column of a select list without
+ * its table, which inside a subquery would name the subquery's own `id`.
+ */
+const TENANT_ID = sql.raw('"tenants"."id"');
+
 /** `userId` owns at least one workspace of the tenant (a correlated subquery on `tenants`). */
 const OWNER_OF_A_WORKSPACE = (userId: string) =>
   exists(
     sql`(select 1 from ${workspaces} w join ${workspaceMembers} m on m.workspace_id = w.id
-      where w.tenant_id = ${tenants.id} and m.user_id = ${userId} and m.role = 'owner')`,
+      where w.tenant_id = ${TENANT_ID} and m.user_id = ${userId} and m.role = 'owner')`,
   );
 
 /** Data access for tenants as their administrators see them (the settings API). */
@@ -52,7 +58,7 @@ export function createTenantsRepository(db: Db) {
           ...tenantColumns,
           administers: sql<boolean>`(${tenants.created_by} = ${userId} or ${OWNER_OF_A_WORKSPACE(userId)})`,
           member: sql<boolean>`exists (select 1 from ${workspaces} w join ${workspaceMembers} m
-            on m.workspace_id = w.id where w.tenant_id = ${tenants.id} and m.user_id = ${userId})`,
+            on m.workspace_id = w.id where w.tenant_id = ${TENANT_ID} and m.user_id = ${userId})`,
         })
         .from(tenants)
         .where(eq(tenants.id, id));
