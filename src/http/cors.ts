@@ -37,7 +37,9 @@ export async function registerCors(app: FastifyInstance, source: CorsPolicySourc
         allowedHeaders: policy.allowedHeaders,
         exposedHeaders: policy.exposedHeaders,
         maxAge: policy.maxAge,
-        strictPreflight: true,
+        // An OPTIONS without Access-Control-Request-Method is answered as a preflight too, rather
+        // than with the plugin's plain-text 400 (every error here is problem+json).
+        strictPreflight: false,
       };
     },
   });

@@ -195,6 +195,14 @@ describe('CORS settings', () => {
     expect(answer.headers['access-control-allow-origin']).toBe('*');
     expect(answer.headers['access-control-allow-credentials']).toBeUndefined();
     expect(answer.headers['access-control-allow-methods']).toBe('GET');
+    // An OPTIONS that is not a full preflight is answered the same way, never a plain-text 400.
+    const bare = await t.app.inject({
+      method: 'OPTIONS',
+      url: '/api/agents',
+      headers: { origin: 'https://x.example' },
+    });
+    expect(bare.statusCode).toBe(204);
+    expect(bare.headers['access-control-allow-origin']).toBe('*');
     expect(allowedHeaders(answer.headers['access-control-allow-headers'] as string)).toEqual(
       expect.arrayContaining(REQUIRED),
     );
