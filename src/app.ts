@@ -7,6 +7,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify';
 import { isDatabaseUnavailable } from './db/errors.ts';
 import { databaseUnavailable } from './errors.ts';
 import { registerAuth } from './http/auth.ts';
+import { registerCors } from './http/cors.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { MAX_RAW_PARAM_LENGTH, registerInputGuard } from './http/input-guard.ts';
 import { registerOpenApiConventions, swaggerOptions } from './http/openapi.ts';
@@ -21,6 +22,7 @@ import { agentsRoutes } from './modules/agents/agents.routes.ts';
 import { analyticsRoutes } from './modules/analytics/analytics.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
+import { corsRoutes } from './modules/cors/cors.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
 import { flagsRoutes } from './modules/flags/flags.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
@@ -33,6 +35,7 @@ import { runsRoutes } from './modules/runs/runs.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
 import { toolsRoutes } from './modules/tools/tools.routes.ts';
 import { workflowsRoutes } from './modules/workflows/workflows.routes.ts';
+import { tenantsRoutes } from './modules/workspaces/tenants.routes.ts';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.ts';
 import type { Services } from './services.ts';
 
@@ -86,6 +89,8 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
     reply.header('x-request-id', request.id);
   });
   registerInputGuard(app);
+  // Before authentication: preflights carry no credentials, and a 401 keeps its CORS headers.
+  await registerCors(app, services.cors);
   registerAuth(app, {
     verifyToken: services.verifyToken,
     findMembership: services.workspaces.findMembership,
@@ -120,6 +125,8 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(policiesRoutes, { policies: services.policies });
       await api.register(providersRoutes, { providers: services.providers });
       await api.register(flagsRoutes, { flags: services.flags });
+      await api.register(tenantsRoutes, { tenants: services.tenants });
+      await api.register(corsRoutes, { cors: services.cors });
       await api.register(toolsRoutes, { tools: services.tools });
       await api.register(retrievalRoutes, { retrieval: services.retrieval });
       await api.register(codegraphRoutes, {

@@ -50,6 +50,7 @@ export const ERROR_CODES = {
   duplicate_source: 409,
   source_indexing: 409,
   playbook_agents_missing: 409,
+  tenant_not_empty: 409,
   precondition_failed: 412,
   idempotency_key_reused: 422,
   policy_variable_missing: 422,

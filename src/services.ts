@@ -29,6 +29,7 @@ import {
   indexProjectJob,
 } from './modules/codegraph/codegraph.jobs.ts';
 import { createCodegraphService } from './modules/codegraph/codegraph.service.ts';
+import { createCorsService } from './modules/cors/cors.service.ts';
 import { testConnection } from './modules/credentials/connection-tester.ts';
 import { createCredentialsService } from './modules/credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
@@ -63,6 +64,7 @@ import { createSystemService } from './modules/system/system.service.ts';
 import { loadToolDefinitions } from './modules/tools/tool-registry.ts';
 import { createToolsService } from './modules/tools/tools.service.ts';
 import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
+import { createTenantsService } from './modules/workspaces/tenants.service.ts';
 import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
 
 /** Parts a caller may supply instead of the defaults. */
@@ -295,6 +297,20 @@ export async function createServices(config: Config, database: Database, options
     devJwks,
     verifyToken: createTokenVerifier(config.auth, devJwks),
     workspaces,
+    tenants: createTenantsService({
+      db,
+      activity: { record: activity.record },
+      seedDefaultModel: (tx, workspaceId, model) =>
+        settings.update(workspaceId, 'providers', { default_model: model }, tx),
+      platformAdmins: new Set(config.platformAdmins),
+    }),
+    cors: createCorsService({
+      db,
+      hub: eventHub,
+      platformAdmins: new Set(config.platformAdmins),
+      onChange: (change) =>
+        log.info({ user_id: change.userId, version: change.version }, 'CORS settings changed'),
+    }),
     eventHub,
     activity,
     agents,

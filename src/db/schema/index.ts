@@ -6,6 +6,7 @@ export * from './activity.ts';
 export * from './agents.ts';
 export * from './chat.ts';
 export * from './codegraph.ts';
+export * from './cors.ts';
 export * from './credentials.ts';
 export * from './flags.ts';
 export * from './knowledge.ts';

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, index, pgTable, primaryKey, timestamp, uuid, varchar } from 'drizzle-orm/pg-core';
+import { check, index, jsonb, pgTable, primaryKey, timestamp, uuid, varchar } from 'drizzle-orm/pg-core';
 import type { Static } from 'typebox';
 import { StringEnum } from '../../lib/typebox.ts';
 import { createdAt, updatedAt } from './columns.ts';
@@ -9,10 +9,21 @@ export const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
 export const RoleSchema = StringEnum(ROLES, { description: 'owner > admin > member > viewer' });
 export type Role = Static<typeof RoleSchema>;
 
+/**
+ * A tenant groups workspaces. Its administrators are its creator (`created_by`, set by
+ * `POST /api/settings/tenants`) and the owners of any of its workspaces; platform operators
+ * see every tenant.
+ */
 export const tenants = pgTable('tenants', {
   id: uuid('id').primaryKey().defaultRandom(),
   name: varchar('name', { length: 255 }).notNull(),
+  created_by: varchar('created_by', { length: 255 }),
+  /** IANA time zone of nightly jobs for the workspaces that set none; null: UTC. */
+  time_zone: varchar('time_zone', { length: 64 }),
+  /** The default model (`{provider, name}`) new workspaces of the tenant start with; null: none. */
+  default_model: jsonb('default_model').$type<{ provider: string; name: string }>(),
   created_at: createdAt(),
+  updated_at: updatedAt(),
 });
 
 export const workspaces = pgTable(

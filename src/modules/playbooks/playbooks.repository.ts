@@ -372,7 +372,10 @@ export function createPlaybooksRepository(db: Db) {
       return new Set(rows.map((row) => row.id));
     },
 
-    /** Every workspace with its nightly schedule (absent: the defaults), unless turned off. */
+    /**
+     * Every workspace with its nightly schedule (absent: the defaults), unless turned off. A
+     * workspace that set no time zone runs in its tenant's (`tenants.time_zone`), if any.
+     */
     async schedules(): Promise<
       Array<
         { workspace_id: string; created_at: Date } & Partial<
@@ -389,8 +392,10 @@ export function createPlaybooksRepository(db: Db) {
         finished_at: string | Date | null;
         claimed_at: string | Date | null;
       }>(
-        await db.execute(sql`select w.id as workspace_id, w.created_at, s.cron, s.time_zone, s.slot, s.finished_at, s.claimed_at
-          from workspaces w left join playbook_schedules s on s.workspace_id = w.id
+        await db.execute(sql`select w.id as workspace_id, w.created_at, s.cron,
+            coalesce(s.time_zone, t.time_zone) as time_zone, s.slot, s.finished_at, s.claimed_at
+          from workspaces w join tenants t on t.id = w.tenant_id
+            left join playbook_schedules s on s.workspace_id = w.id
           where s.enabled is distinct from false`),
       );
       const date = (value: string | Date | null) => (value === null ? null : new Date(value));
@@ -451,6 +456,15 @@ export function createPlaybooksRepository(db: Db) {
             eq(playbookSchedules.claimed_by, owner),
           ),
         );
+    },
+
+    /** The time zone the workspace's tenant set for nightly jobs, or null. */
+    async tenantTimeZone(workspaceId: string): Promise<string | null> {
+      const [row] = rowsOf<{ time_zone: string | null }>(
+        await db.execute(sql`select t.time_zone from workspaces w join tenants t on t.id = w.tenant_id
+          where w.id = ${workspaceId}::uuid`),
+      );
+      return row?.time_zone ?? null;
     },
 
     async schedule(workspaceId: string): Promise<PlaybookScheduleRow | undefined> {

@@ -225,7 +225,10 @@ export const DetachResult = Type.Object({ playbook_id: Uuid(), detached: Type.In
 
 export const ScheduleSchema = Type.Object({
   cron: Type.String({ description: 'five-field cron (minute hour day-of-month month day-of-week)' }),
-  time_zone: Type.String({ description: 'IANA time zone the cron is read in' }),
+  time_zone: Type.String({
+    description:
+      'IANA time zone the cron is read in: the workspace’s, else its tenant’s (PUT /settings/tenants/{id}), else UTC',
+  }),
   enabled: Type.Boolean(),
   next_run_at: Nullable(Timestamp()),
   last_slot: Nullable(Timestamp({ description: 'the last scheduled time taken by a process' })),
@@ -240,7 +243,13 @@ export const PutScheduleBody = Type.Object(
       Nullable(Type.String({ minLength: 1, maxLength: 100, description: 'null: back to 0 2 * * *' })),
     ),
     time_zone: Type.Optional(
-      Nullable(Type.String({ minLength: 1, maxLength: 64, description: 'null: back to UTC' })),
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 64,
+          description: 'null: back to the tenant’s time zone, else UTC',
+        }),
+      ),
     ),
     enabled: Type.Optional(Type.Boolean()),
   },

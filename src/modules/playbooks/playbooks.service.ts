@@ -144,9 +144,10 @@ function presentSchedule(
       }
     | undefined,
   at: Date,
+  tenantTimeZone: string | null,
 ) {
   const cron = row?.cron ?? DEFAULT_SCHEDULE.cron;
-  const timeZone = row?.time_zone ?? DEFAULT_SCHEDULE.timeZone;
+  const timeZone = row?.time_zone ?? tenantTimeZone ?? DEFAULT_SCHEDULE.timeZone;
   const enabled = row?.enabled ?? true;
   return {
     cron,
@@ -339,9 +340,16 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
     archive: (caller: Who, id: string) => setArchived(caller, id, true),
     unarchive: (caller: Who, id: string) => setArchived(caller, id, false),
 
-    /** The workspace's nightly mining schedule, with its next run and the last one's outcome. */
+    /**
+     * The workspace's nightly mining schedule, with its next run and the last one's outcome.
+     * A workspace that set no time zone shows (and runs in) its tenant's, else UTC.
+     */
     async schedule(caller: Who) {
-      return presentSchedule(await repo.schedule(caller.workspaceId), now());
+      const [row, tenantTimeZone] = await Promise.all([
+        repo.schedule(caller.workspaceId),
+        repo.tenantTimeZone(caller.workspaceId),
+      ]);
+      return presentSchedule(row, now(), tenantTimeZone);
     },
 
     /** Changes the schedule (admins); a field sent as null goes back to its default. */
@@ -360,7 +368,7 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
         ...(input.time_zone === undefined ? {} : { time_zone: input.time_zone }),
         ...(input.enabled === undefined ? {} : { enabled: input.enabled }),
       });
-      return presentSchedule(row, now());
+      return presentSchedule(row, now(), await repo.tenantTimeZone(caller.workspaceId));
     },
 
     /** For the nightly job: every workspace's schedule, and the slot claim. */
