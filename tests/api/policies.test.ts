@@ -313,15 +313,19 @@ describe('A/B tests: POST /api/policy/abtest/set and GET /api/policy/abtest/get'
 
     const counts = { a: 0, b: 0 };
     for (const v of variants.values()) counts[v] += 1;
+    // Guardrails equal by construction: each arm cycles through the same durations in its own
+    // order of arrival, so only the primary metric differs (the split depends on the salt).
+    const seen = { a: 0, b: 0 };
     const runs = conversations.map((unit, i) => {
       const variant = variants.get(unit) as 'a' | 'b';
+      const k = seen[variant]++;
       const success = variant === 'a' ? i % 2 === 0 : i % 10 !== 0; // 50 % against 90 %
       return {
         unit,
         variant,
         status: success ? 'Completed' : 'Failed',
         cost: 0.01,
-        duration: 1000 + (i % 50),
+        duration: 1000 + (k % 50),
       };
     });
     await insertRuns(alice.workspaceId, experiment.id, runs);
