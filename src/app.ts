@@ -19,6 +19,7 @@ import { loggerOptions } from './logger.ts';
 import { activityRoutes } from './modules/activity/activity.routes.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
 import { analyticsRoutes } from './modules/analytics/analytics.routes.ts';
+import { auditRoutes } from './modules/audit/audit.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
 import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
@@ -118,6 +119,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(playbooksRoutes, { playbooks: services.playbooks });
       await api.register(providersRoutes, { providers: services.providers });
       await api.register(flagsRoutes, { flags: services.flags });
+      await api.register(auditRoutes, { audit: services.audit });
       await api.register(toolsRoutes, { tools: services.tools });
       await api.register(retrievalRoutes, { retrieval: services.retrieval });
       await api.register(codegraphRoutes, {

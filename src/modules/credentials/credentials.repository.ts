@@ -5,6 +5,7 @@ import {
   desc,
   eq,
   getTableColumns,
+  gt,
   gte,
   ilike,
   inArray,
@@ -355,6 +356,46 @@ export function createCredentialsRepository(db: Db) {
         return result?.value ?? 0;
       });
       return { ...page, next_cursor: nextCursorOf(page) };
+    },
+
+    /**
+     * The workspace's credential audit records in a time range, by (time, id), after the last
+     * one read: the vault's part of the workspace audit export, read in keyset batches.
+     */
+    auditRange(
+      workspaceId: string,
+      query: {
+        from?: Date;
+        to?: Date;
+        /** Actions the vault records; any other matches nothing. */
+        actions?: string[];
+        after?: { created_at: Date; id: number };
+        limit: number;
+      },
+    ) {
+      const { after } = query;
+      return db
+        .select()
+        .from(credentialAuditLogs)
+        .where(
+          and(
+            eq(credentialAuditLogs.workspace_id, workspaceId),
+            query.from ? gte(credentialAuditLogs.created_at, query.from) : undefined,
+            query.to ? lt(credentialAuditLogs.created_at, query.to) : undefined,
+            query.actions ? inArray(credentialAuditLogs.action, query.actions as AuditAction[]) : undefined,
+            after
+              ? or(
+                  gt(credentialAuditLogs.created_at, after.created_at),
+                  and(
+                    eq(credentialAuditLogs.created_at, after.created_at),
+                    gt(credentialAuditLogs.id, after.id),
+                  ),
+                )
+              : undefined,
+          ),
+        )
+        .orderBy(asc(credentialAuditLogs.created_at), asc(credentialAuditLogs.id))
+        .limit(query.limit);
     },
 
     /** The whole chain of a credential, oldest first, for verification. */
