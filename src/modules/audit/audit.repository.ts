@@ -1,4 +1,4 @@
-import { and, asc, count, eq, gt, gte, inArray, lt, max, min, or, sql } from 'drizzle-orm';
+import { and, asc, count, eq, gt, gte, inArray, lt, max, min, sql } from 'drizzle-orm';
 import { auditChainHeads, auditRecords } from '../../db/schema/audit.ts';
 import type { Db } from '../../db/transaction.ts';
 
@@ -79,11 +79,9 @@ export function createAuditRepository(db: Db) {
             query.from ? gte(auditRecords.created_at, query.from) : undefined,
             query.to ? lt(auditRecords.created_at, query.to) : undefined,
             query.actions ? inArray(auditRecords.action, query.actions) : undefined,
+            // A row comparison, which the (workspace_id, created_at, id) index serves as a range.
             after
-              ? or(
-                  gt(auditRecords.created_at, after.created_at),
-                  and(eq(auditRecords.created_at, after.created_at), gt(auditRecords.id, after.id)),
-                )
+              ? sql`(${auditRecords.created_at}, ${auditRecords.id}) > (${after.created_at.toISOString()}::timestamptz, ${after.id})`
               : undefined,
           ),
         )

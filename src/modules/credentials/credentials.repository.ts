@@ -5,7 +5,6 @@ import {
   desc,
   eq,
   getTableColumns,
-  gt,
   gte,
   ilike,
   inArray,
@@ -384,13 +383,7 @@ export function createCredentialsRepository(db: Db) {
             query.to ? lt(credentialAuditLogs.created_at, query.to) : undefined,
             query.actions ? inArray(credentialAuditLogs.action, query.actions as AuditAction[]) : undefined,
             after
-              ? or(
-                  gt(credentialAuditLogs.created_at, after.created_at),
-                  and(
-                    eq(credentialAuditLogs.created_at, after.created_at),
-                    gt(credentialAuditLogs.id, after.id),
-                  ),
-                )
+              ? sql`(${credentialAuditLogs.created_at}, ${credentialAuditLogs.id}) > (${after.created_at.toISOString()}::timestamptz, ${after.id})`
               : undefined,
           ),
         )
