@@ -114,7 +114,9 @@ describe(`a ${RECORDS}-record export`, () => {
     expect(bytes).toBeGreaterThan(RECORDS * 400);
     expect(bytes).toBeGreaterThan(HEAP_BOUND);
     expect(peak).toBeGreaterThan(0);
-    console.info(`audit export: ${lines} lines, ${(bytes / 1e6).toFixed(1)} MB, peak heap growth ${(peak / 1e6).toFixed(1)} MB`);
+    console.info(
+      `audit export: ${lines} lines, ${(bytes / 1e6).toFixed(1)} MB, peak heap growth ${(peak / 1e6).toFixed(1)} MB`,
+    );
     expect(peak).toBeLessThan(HEAP_BOUND);
   }, 120_000);
 
