@@ -175,6 +175,21 @@ describe('recording administrative changes', () => {
     expect(entry?.actor).toEqual({ id: owner.userId, kind: 'api_key' });
   });
 
+  it('records the request id the client sent, at its longest', async () => {
+    const owner = await t.newWorkspace('audit-request-id');
+    const requestId = `r${'x'.repeat(127)}`;
+    const response = await t.call(
+      owner,
+      'PUT',
+      '/api/settings/flags/req.id',
+      { type: 'boolean', default: true },
+      { headers: { 'x-request-id': requestId } },
+    );
+    expect(response.statusCode, response.body).toBe(200);
+    const [entry] = await entries(owner, { actions: ['flag.created'] });
+    expect(entry?.request_id).toBe(requestId);
+  });
+
   it('keeps one chain under concurrent writers', async () => {
     const owner = await t.newWorkspace('audit-race');
     const writes = await Promise.all(

@@ -14,7 +14,7 @@ CREATE TABLE "audit_records" (
 	"target_type" varchar(50) NOT NULL,
 	"target_id" varchar(255) NOT NULL,
 	"changes" jsonb NOT NULL,
-	"request_id" varchar(100),
+	"request_id" varchar(128),
 	"ip_address" varchar(64),
 	"prev_hash" varchar(64) NOT NULL,
 	"hash" varchar(64) NOT NULL

@@ -23,7 +23,7 @@ export const auditRecords = pgTable(
     target_type: varchar('target_type', { length: 50 }).notNull(),
     target_id: varchar('target_id', { length: 255 }).notNull(),
     changes: jsonb('changes').$type<Record<string, unknown>>().notNull(),
-    request_id: varchar('request_id', { length: 100 }),
+    request_id: varchar('request_id', { length: 128 }),
     ip_address: varchar('ip_address', { length: 64 }),
     prev_hash: varchar('prev_hash', { length: 64 }).notNull(),
     hash: varchar('hash', { length: 64 }).notNull(),
