@@ -120,6 +120,33 @@ describe(`a ${RECORDS}-record export`, () => {
     expect(peak).toBeLessThan(HEAP_BOUND);
   }, 120_000);
 
+  it('stops reading when the client goes away', async () => {
+    const gone = new AbortController();
+    const chunks = t.services.audit.export(
+      { workspaceId: owner.workspaceId },
+      { format: 'jsonl' },
+      gone.signal,
+    );
+    const first = await chunks.next();
+    expect(first.done).toBe(false);
+    gone.abort();
+    expect(await chunks.next()).toEqual({ done: true, value: undefined });
+
+    // Over a socket: the client reads one chunk and leaves; the server stays healthy.
+    const client = new AbortController();
+    const response = await fetch(`${base}/api/settings/audit/export`, {
+      method: 'POST',
+      headers: { ...owner.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ format: 'csv' }),
+      signal: client.signal,
+    });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    expect((await reader.read()).done).toBe(false);
+    client.abort();
+    const after = await t.call(owner, 'GET', '/api/settings/audit/info');
+    expect(after.statusCode).toBe(200);
+  }, 120_000);
+
   it('verifies the whole chain in batches', async () => {
     const response = await t.call(owner, 'GET', '/api/settings/audit/info');
     expect(response.statusCode).toBe(200);
