@@ -14,10 +14,11 @@ import { createTestApp, onPostgres, type TestApp } from '../helpers/test-app.ts'
  * trail (or buffered its output) would hold tens of MB at once and fail the bound.
  */
 
-// 100,000 on PostgreSQL; on embedded PGlite (several times slower to write and read) 20,000,
-// with the bound scaled down with them, to keep the file near half a minute there.
+// 100,000 on PostgreSQL. On embedded PGlite (several times slower to write and read) 20,000,
+// and the memory bound is not asserted there: the database's WebAssembly memory lives in the
+// same process, grows with its own work and never shrinks, so it blurs what the export holds.
 const RECORDS = onPostgres ? 100_000 : 20_000;
-const HEAP_BOUND = (onPostgres ? 24 : 6) * 1024 * 1024;
+const HEAP_BOUND = 24 * 1024 * 1024;
 
 let t: TestApp;
 let owner: Actor;
@@ -83,41 +84,59 @@ afterAll(() => t.close());
 
 describe(`a ${RECORDS}-record export`, () => {
   it('streams to the end with the heap held under a fixed bound', async () => {
-    gc();
-    const baseline = process.memoryUsage().heapUsed;
-    const response = await fetch(`${base}/api/settings/audit/export`, {
-      method: 'POST',
-      headers: { ...owner.headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ format: 'jsonl' }),
-    });
-    expect(response.status).toBe(200);
-    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    // Retained memory: the heap after a collection, plus Buffers (a response written to the
+    // socket faster than it drains waits there as Buffers, outside the heap).
+    const retained = () => {
+      gc();
+      const usage = process.memoryUsage();
+      return usage.heapUsed + usage.external;
+    };
+    // Several collections, a turn of the event loop apart, so Buffers freed by finalizers are gone.
+    for (let i = 0; i < 4; i++) {
+      gc();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const baseline = retained();
+    let peak = 0;
+    const sample = () => {
+      peak = Math.max(peak, retained() - baseline);
+    };
+    // Sampled on a timer too, so memory held before the first byte arrives is seen.
+    const timer = setInterval(sample, 1_000);
     let lines = 0;
     let bytes = 0;
-    let sinceSample = 0;
-    let peak = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      bytes += value.byteLength;
-      sinceSample += value.byteLength;
-      for (const byte of value) if (byte === 10) lines += 1;
-      if (sinceSample > 2_000_000) {
-        sinceSample = 0;
-        gc();
-        peak = Math.max(peak, process.memoryUsage().heapUsed - baseline);
+    try {
+      const response = await fetch(`${base}/api/settings/audit/export`, {
+        method: 'POST',
+        headers: { ...owner.headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ format: 'jsonl' }),
+      });
+      expect(response.status).toBe(200);
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      let sinceSample = 0;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (bytes === 0) sample();
+        bytes += value.byteLength;
+        sinceSample += value.byteLength;
+        for (const byte of value) if (byte === 10) lines += 1;
+        if (sinceSample > 4_000_000) {
+          sinceSample = 0;
+          sample();
+        }
       }
+    } finally {
+      clearInterval(timer);
     }
     // The workspace's creation, then the bulk records.
     expect(lines).toBe(RECORDS + 1);
-    // About 470 bytes a line: all of it held at once would exceed the bound several times over.
+    // About 470 bytes a line: all of it held at once (47 MB for 100,000) would exceed the bound.
     expect(bytes).toBeGreaterThan(RECORDS * 400);
-    expect(bytes).toBeGreaterThan(HEAP_BOUND);
-    expect(peak).toBeGreaterThan(0);
     console.info(
       `audit export: ${lines} lines, ${(bytes / 1e6).toFixed(1)} MB, peak heap growth ${(peak / 1e6).toFixed(1)} MB`,
     );
-    expect(peak).toBeLessThan(HEAP_BOUND);
+    if (onPostgres) expect(peak).toBeLessThan(HEAP_BOUND);
   }, 120_000);
 
   it('stops reading when the client goes away', async () => {
