@@ -20,6 +20,7 @@ import { loggerOptions } from './logger.ts';
 import { activityRoutes } from './modules/activity/activity.routes.ts';
 import { agentsRoutes } from './modules/agents/agents.routes.ts';
 import { analyticsRoutes } from './modules/analytics/analytics.routes.ts';
+import { auditRoutes } from './modules/audit/audit.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
 import { corsRoutes } from './modules/cors/cors.routes.ts';
@@ -127,6 +128,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(flagsRoutes, { flags: services.flags });
       await api.register(tenantsRoutes, { tenants: services.tenants });
       await api.register(corsRoutes, { cors: services.cors });
+      await api.register(auditRoutes, { audit: services.audit });
       await api.register(toolsRoutes, { tools: services.tools });
       await api.register(retrievalRoutes, { retrieval: services.retrieval });
       await api.register(codegraphRoutes, {

@@ -22,6 +22,8 @@ export interface Caller {
   via: 'bearer' | 'api_key' | 'ticket';
   /** The client address, recorded in audit trails; absent outside HTTP (commands, jobs). */
   ipAddress?: string;
+  /** The request's id (`X-Request-ID` or generated), recorded in audit trails; absent outside HTTP. */
+  requestId?: string;
 }
 
 const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };

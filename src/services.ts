@@ -21,6 +21,7 @@ import {
 } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
 import { createAnalyticsService } from './modules/analytics/analytics.service.ts';
+import { createAuditService } from './modules/audit/audit.service.ts';
 import { createChatService } from './modules/chat/chat.service.ts';
 import {
   CODEGRAPH_INDEX,
@@ -94,6 +95,9 @@ export async function createServices(config: Config, database: Database, options
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
   const settings = createSettingsService(db);
+  // The workspace audit trail: every administrative change below records into it, in the
+  // change's transaction. Its export merges in the vault's credential records (created below).
+  const audit = createAuditService({ db, vault: () => credentials });
   const log = options.log ?? createLogger(config.logLevel);
   // Jobs and events: on Redis when REDIS_URL is set (any number of processes), else in-process.
   const redis = config.redis ? createRedisConnection({ url: config.redis.url, log }) : undefined;
@@ -113,11 +117,12 @@ export async function createServices(config: Config, database: Database, options
         : createMemoryTicketStore()),
   });
   // Feature flags: the one service through which the platform reads its switches.
-  const flags = createFlagsService({ db, activity: { record: activity.record } });
+  const flags = createFlagsService({ db, activity: { record: activity.record }, audit });
   const credentials = createCredentialsService({
     db,
     settings,
     keys: vaultKeys,
+    audit,
     testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
   });
   // Outbound requests to addresses users chose (LLM base URLs, the http_request tool) follow the
@@ -154,7 +159,7 @@ export async function createServices(config: Config, database: Database, options
     agents: { lockExisting: agents.lockExisting },
     activity: { record: activity.record },
   });
-  const workspaces = createWorkspacesService(db);
+  const workspaces = createWorkspacesService(db, undefined, audit);
   const modelGateway = createModelGateway({
     settings,
     credentials,
@@ -217,13 +222,14 @@ export async function createServices(config: Config, database: Database, options
       ),
   });
   // Policies read their experiments' run figures through the runs service.
-  const policies = createPoliciesService({ db, runs: { experimentData: runs.experimentData } });
+  const policies = createPoliciesService({ db, runs: { experimentData: runs.experimentData }, audit });
   const playbooks = createPlaybooksService({
     db,
     activity: { record: activity.record },
     workflows,
     runs,
     workspacesOf: (userId) => workspaces.listMine(userId),
+    audit,
     missingInputs: (goal, inputs) => renderGoal(goal, inputs).missing,
   });
   // Knowledge: the API side records documents and runs; the indexer does their work in jobs.
@@ -303,6 +309,7 @@ export async function createServices(config: Config, database: Database, options
       seedDefaultModel: (tx, workspaceId, model) =>
         settings.update(workspaceId, 'providers', { default_model: model }, tx),
       platformAdmins: new Set(config.platformAdmins),
+      audit,
     }),
     cors: createCorsService({
       db,
@@ -313,6 +320,7 @@ export async function createServices(config: Config, database: Database, options
     }),
     eventHub,
     activity,
+    audit,
     agents,
     workflows,
     runs,
@@ -327,6 +335,7 @@ export async function createServices(config: Config, database: Database, options
       credentials,
       addressPolicy,
       activity: { record: activity.record },
+      audit,
     }),
     modelGateway,
     retrieval,

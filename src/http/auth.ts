@@ -122,6 +122,7 @@ async function resolveCaller(request: FastifyRequest, deps: AuthDependencies): P
     role: membership.role,
     via,
     ipAddress: request.ip,
+    requestId: request.id,
   };
 }
 
@@ -157,6 +158,7 @@ async function callerFromTicket(
     role: membership.role,
     via: 'ticket',
     ipAddress: request.ip,
+    requestId: request.id,
   };
 }
 

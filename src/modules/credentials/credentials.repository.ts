@@ -357,6 +357,40 @@ export function createCredentialsRepository(db: Db) {
       return { ...page, next_cursor: nextCursorOf(page) };
     },
 
+    /**
+     * The workspace's credential audit records in a time range, by (time, id), after the last
+     * one read: the vault's part of the workspace audit export, read in keyset batches.
+     */
+    auditRange(
+      workspaceId: string,
+      query: {
+        from?: Date;
+        to?: Date;
+        /** Actions the vault records; any other matches nothing. */
+        actions?: string[];
+        after?: { created_at: Date; id: number };
+        limit: number;
+      },
+    ) {
+      const { after } = query;
+      return db
+        .select()
+        .from(credentialAuditLogs)
+        .where(
+          and(
+            eq(credentialAuditLogs.workspace_id, workspaceId),
+            query.from ? gte(credentialAuditLogs.created_at, query.from) : undefined,
+            query.to ? lt(credentialAuditLogs.created_at, query.to) : undefined,
+            query.actions ? inArray(credentialAuditLogs.action, query.actions as AuditAction[]) : undefined,
+            after
+              ? sql`(${credentialAuditLogs.created_at}, ${credentialAuditLogs.id}) > (${after.created_at.toISOString()}::timestamptz, ${after.id})`
+              : undefined,
+          ),
+        )
+        .orderBy(asc(credentialAuditLogs.created_at), asc(credentialAuditLogs.id))
+        .limit(query.limit);
+    },
+
     /** The whole chain of a credential, oldest first, for verification. */
     chain(workspaceId: string, credentialId: number) {
       return db

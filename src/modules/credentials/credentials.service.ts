@@ -8,6 +8,7 @@ import {
   sealCredential,
   type WorkspaceKeys,
 } from '../../lib/crypto/envelope.ts';
+import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import {
   type ConnectionTestRequest,
@@ -76,6 +77,8 @@ export interface CredentialsDependencies {
   keys: VaultKeys;
   testConnection: (request: ConnectionTestRequest) => Promise<ConnectionTestResult>;
   clock?: () => Date;
+  /** The workspace audit trail: `settings.updated` for the vault's settings. */
+  audit?: AuditRecorder;
 }
 
 const credentialNotFound = (id: number | string) => notFound('credential', id);
@@ -717,10 +720,37 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     getSettings: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>) =>
       settingsOf(caller.workspaceId),
 
+    /** Stores the vault's settings and records the change in the workspace audit trail, in one transaction. */
     updateSettings: (
-      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'> & RecordedBy,
       changes: Partial<Awaited<ReturnType<typeof settingsOf>>>,
-    ) => deps.settings.update(caller.workspaceId, 'credentials', changes),
+    ) =>
+      inTransaction(db, async (tx) => {
+        const before = await deps.settings.get(caller.workspaceId, 'credentials', tx);
+        const saved = await deps.settings.update(caller.workspaceId, 'credentials', changes, tx);
+        await deps.audit?.record(tx, caller.workspaceId, caller, {
+          action: 'settings.updated',
+          targetType: 'settings',
+          targetId: 'credentials',
+          changes: changesBetween(before, saved),
+        });
+        return saved;
+      }),
+
+    /**
+     * The workspace's credential audit records in a time range, oldest first, after the last
+     * one read: the vault's part of the workspace audit export (docs/audit.md).
+     */
+    auditRange: (
+      workspaceId: string,
+      query: {
+        from?: Date;
+        to?: Date;
+        actions?: string[];
+        after?: { created_at: Date; id: number };
+        limit: number;
+      },
+    ) => repo.auditRange(workspaceId, query),
 
     /** Operators: workspace keys per master key. */
     encryptionStatus: () => keys.status(),

@@ -1,6 +1,7 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { invalidFields, notFound, preconditionFailed } from '../../errors.ts';
+import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import { BUILT_IN_FLAGS, type BuiltInFlag, isBuiltIn } from './built-in.ts';
 import {
   checkDefinition,
@@ -35,6 +36,8 @@ export interface FlagsActivity {
 export interface FlagsDependencies {
   db: Db;
   activity: FlagsActivity;
+  /** The workspace audit trail: `flag.created` / `flag.updated` with old and new definitions. */
+  audit?: AuditRecorder;
 }
 
 /** A flag as the API shows it: its definition, whether it is built in, its version and ETag. */
@@ -90,6 +93,19 @@ const fromRow = (row: FlagRow): FlagView => ({
   etag: etagOf(row.version),
   updated_at: row.updated_at.toISOString(),
   updated_by: row.updated_by,
+});
+
+/** What the audit trail compares between two versions of a flag. */
+const auditedFlag = (row: FlagRow) => ({
+  type: row.type,
+  description: row.description,
+  enabled: row.enabled,
+  default: row.default_value,
+  variants: row.variants,
+  rules: row.rules,
+  rollout: row.rollout,
+  salt: row.salt,
+  version: row.version,
 });
 
 /** A built-in flag the workspace has not stored: its platform default, no version. */
@@ -185,7 +201,7 @@ export function createFlagsService(deps: FlagsDependencies) {
      * under the row's lock. Records `system.settings_changed` in the same transaction.
      */
     async put(
-      caller: Pick<Caller, 'workspaceId' | 'userId'>,
+      caller: Pick<Caller, 'workspaceId' | 'userId'> & RecordedBy,
       key: string,
       input: PutFlagInput,
       ifMatch?: string,
@@ -237,6 +253,12 @@ export function createFlagsService(deps: FlagsDependencies) {
           message: `Feature flag “${key}” ${current ? 'changed' : 'created'}`,
           data: { namespace: 'flags', key, type: row.type, enabled: row.enabled, version: row.version },
           actor: caller.userId,
+        });
+        await deps.audit?.record(tx, caller.workspaceId, caller, {
+          action: current ? 'flag.updated' : 'flag.created',
+          targetType: 'flag',
+          targetId: key,
+          changes: changesBetween(current && auditedFlag(current), auditedFlag(row)),
         });
         return fromRow(row);
       });

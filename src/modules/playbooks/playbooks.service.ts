@@ -3,6 +3,7 @@ import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, invalidFields, notFound } from '../../errors.ts';
 import { ConditionError, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
 import type { ActivityInput, ActivityService } from '../activity/activity.service.ts';
+import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { RunsService } from '../runs/runs.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import type { Category } from './categories.ts';
@@ -76,6 +77,8 @@ export interface PlaybooksDependencies {
   /** The caller's workspaces with their tenants (tenant-wide scope). */
   workspacesOf(userId: string): Promise<Array<{ id: string; tenant: { id: string } }>>;
   now?: () => Date;
+  /** The workspace audit trail: `playbook_schedule.updated` with the old and new schedule. */
+  audit?: AuditRecorder;
 }
 
 const DAY_MS = 86_400_000;
@@ -354,7 +357,7 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
 
     /** Changes the schedule (admins); a field sent as null goes back to its default. */
     async putSchedule(
-      caller: Who,
+      caller: Who & RecordedBy,
       input: { cron?: string | null; time_zone?: string | null; enabled?: boolean },
     ) {
       const problems = scheduleProblems(input.cron ?? undefined, input.time_zone ?? undefined);
@@ -363,10 +366,26 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
           problems.map((problem) => ({ field: `body.${problem.field}`, message: problem.message })),
         );
       }
-      const row = await repo.putSchedule(caller.workspaceId, {
-        ...(input.cron === undefined ? {} : { cron: input.cron }),
-        ...(input.time_zone === undefined ? {} : { time_zone: input.time_zone }),
-        ...(input.enabled === undefined ? {} : { enabled: input.enabled }),
+      const row = await inTransaction(deps.db, async (tx) => {
+        const txRepo = createPlaybooksRepository(tx);
+        const before = await txRepo.schedule(caller.workspaceId);
+        const saved = await txRepo.putSchedule(caller.workspaceId, {
+          ...(input.cron === undefined ? {} : { cron: input.cron }),
+          ...(input.time_zone === undefined ? {} : { time_zone: input.time_zone }),
+          ...(input.enabled === undefined ? {} : { enabled: input.enabled }),
+        });
+        const audited = (schedule: typeof saved) => ({
+          cron: schedule.cron,
+          time_zone: schedule.time_zone,
+          enabled: schedule.enabled,
+        });
+        await deps.audit?.record(tx, caller.workspaceId, caller, {
+          action: 'playbook_schedule.updated',
+          targetType: 'playbook_schedule',
+          targetId: caller.workspaceId,
+          changes: changesBetween(before && audited(before), audited(saved)),
+        });
+        return saved;
       });
       return presentSchedule(row, now(), await repo.tenantTimeZone(caller.workspaceId));
     },

@@ -11,6 +11,7 @@ import {
   type RatioArm,
   sampleRatioMismatch,
 } from '../../lib/stats/experiment-stats.ts';
+import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import {
   type AssembleInput,
   assemblePolicy,
@@ -52,9 +53,11 @@ export interface PolicyRunData {
 export interface PoliciesDependencies {
   db: Db;
   runs: PolicyRunData;
+  /** The workspace audit trail: new policy versions, label moves and A/B test changes. */
+  audit?: AuditRecorder;
 }
 
-type Who = Pick<Caller, 'workspaceId' | 'userId'>;
+type Who = Pick<Caller, 'workspaceId'> & RecordedBy;
 type Variant = 'a' | 'b';
 
 /** A policy id the routes use for themselves. */
@@ -381,6 +384,16 @@ export function createPoliciesService(deps: PoliciesDependencies) {
         });
         const labels = [...new Set(['latest', ...(input.labels ?? [])])];
         await txRepo.moveLabels(caller.workspaceId, policyId, labels, version, caller.userId);
+        await deps.audit?.record(tx, caller.workspaceId, caller, {
+          action: current === undefined ? 'policy.created' : 'policy.version_created',
+          targetType: 'policy',
+          targetId: policyId,
+          changes: {
+            version: { old: current ?? null, new: version },
+            labels: { new: labels },
+            content_hash: { new: hash },
+          },
+        });
         return { created: current === undefined, policy: await view(txRepo, caller.workspaceId, row) };
       });
     },
@@ -534,7 +547,17 @@ export function createPoliciesService(deps: PoliciesDependencies) {
             caller.userId,
           );
         }
-        return experimentView(row);
+        const after = experimentView(row);
+        await deps.audit?.record(tx, caller.workspaceId, caller, {
+          action: existing ? `experiment.${action ?? 'updated'}` : 'experiment.created',
+          targetType: 'experiment',
+          targetId: String(row.id),
+          changes: changesBetween(
+            existing ? (experimentView(existing) as unknown as Record<string, unknown>) : undefined,
+            after as unknown as Record<string, unknown>,
+          ),
+        });
+        return after;
       });
     },
 

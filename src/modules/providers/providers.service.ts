@@ -2,6 +2,7 @@ import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, type FieldError, invalidFields } from '../../errors.ts';
 import { type AddressPolicy, vetHost } from '../../lib/net/address-guard.ts';
+import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import { LOCAL_PROVIDER } from './local-provider.ts';
@@ -71,6 +72,8 @@ export interface ProvidersDependencies {
    * the activity module's `record` here; until that module is wired, nothing is recorded.
    */
   activity?: SettingsActivity;
+  /** The workspace audit trail: `providers.updated` with the old and new values (credential ids, never keys). */
+  audit?: AuditRecorder;
 }
 
 /** Reads the stored settings (a helper whose type names the stored shape). */
@@ -158,7 +161,7 @@ export function createProvidersService(deps: ProvidersDependencies) {
      * keys kept, and records `system.settings_changed` in the same transaction.
      */
     async update(
-      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'> & RecordedBy,
       changes: ProviderSettingsChanges,
     ) {
       const current = await getStored(deps.settings, caller.workspaceId);
@@ -227,6 +230,7 @@ export function createProvidersService(deps: ProvidersDependencies) {
       if (errors.length > 0) throw invalidFields(errors);
 
       return inTransaction(deps.db, async (tx) => {
+        const before = await deps.settings.get(caller.workspaceId, 'providers', tx);
         const saved = await deps.settings.update(caller.workspaceId, 'providers', normalized, tx);
         await deps.activity?.record(tx, {
           workspaceId: caller.workspaceId,
@@ -240,6 +244,12 @@ export function createProvidersService(deps: ProvidersDependencies) {
             providers: saved.providers.map((p) => p.id),
           },
           actor: caller.userId,
+        });
+        await deps.audit?.record(tx, caller.workspaceId, caller, {
+          action: 'providers.updated',
+          targetType: 'settings',
+          targetId: 'providers',
+          changes: changesBetween(before, saved),
         });
         return saved;
       });

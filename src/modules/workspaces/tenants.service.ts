@@ -1,6 +1,7 @@
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { conflict, forbidden, invalid, notFound } from '../../errors.ts';
 import { isTimeZone } from '../../lib/time-zone.ts';
+import type { AuditRecorder } from '../audit/audit.service.ts';
 import { createTenantsRepository, type TenantRow, type TenantWrite } from './tenants.repository.ts';
 
 type ModelRef = { provider: string; name: string };
@@ -31,6 +32,8 @@ export interface TenantsDependencies {
   seedDefaultModel(tx: Db, workspaceId: string, model: ModelRef): Promise<unknown>;
   /** Users listed in `PLATFORM_ADMIN_USERS`: they administer every tenant. */
   platformAdmins: ReadonlySet<string>;
+  /** The audit trail of each of the tenant's workspaces: `tenant.created` / `tenant.updated`. */
+  audit?: AuditRecorder;
 }
 
 /** `POST /settings/tenants`. */
@@ -99,8 +102,15 @@ export function createTenantsService(deps: TenantsDependencies) {
     workspaceIds: string[],
     message: string,
     data: Record<string, unknown>,
+    action: 'tenant.created' | 'tenant.updated',
   ) {
     for (const workspaceId of workspaceIds) {
+      await deps.audit?.record(
+        tx,
+        workspaceId,
+        { userId },
+        { action, targetType: 'tenant', targetId: tenant.id, changes: data },
+      );
       await deps.activity.record(tx, {
         workspaceId,
         kind: 'system.settings_changed',
@@ -159,6 +169,7 @@ export function createTenantsService(deps: TenantsDependencies) {
           workspaces.map((workspace) => workspace.id),
           `Tenant “${tenant.name}” created`,
           { name: tenant.name, time_zone: tenant.time_zone, default_model: tenant.default_model },
+          'tenant.created',
         );
         return present(tenant, workspaces);
       });
@@ -192,6 +203,7 @@ export function createTenantsService(deps: TenantsDependencies) {
             time_zone: row.time_zone,
             default_model: row.default_model,
           },
+          'tenant.updated',
         );
         return present(row, workspaces);
       });

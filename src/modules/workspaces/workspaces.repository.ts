@@ -157,6 +157,16 @@ export function createWorkspacesRepository(db: Db) {
       await db.update(apiKeys).set({ last_used_at: sql`now()` }).where(eq(apiKeys.id, id));
     },
 
+    /** One of the workspace's keys, locked until the transaction ends (a revocation reads it first). */
+    async findApiKey(workspaceId: string, id: string) {
+      const [row] = await db
+        .select()
+        .from(apiKeys)
+        .where(and(eq(apiKeys.workspace_id, workspaceId), eq(apiKeys.id, id)))
+        .for('update');
+      return row;
+    },
+
     /** Marks a key revoked; undefined when it is not this workspace's key. */
     async revokeApiKey(workspaceId: string, id: string) {
       const [row] = await db

@@ -3,6 +3,7 @@ import { type Db, inTransaction } from '../../db/transaction.ts';
 import { type AppError, conflict, forbidden, invalid, notFound } from '../../errors.ts';
 import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
+import type { AuditRecorder, RecordedBy } from '../audit/audit.service.ts';
 import {
   type ApiKeyRow,
   createWorkspacesRepository,
@@ -26,8 +27,14 @@ const API_KEY_TOUCH_INTERVAL_MS = 60_000;
  */
 export const ACCESS_CACHE_TTL_MS = 5_000;
 
-/** Tenancy: workspaces, their members and roles, and API keys. */
-export function createWorkspacesService(db: Db, clock: () => Date = () => new Date()) {
+/** Who an audited change is recorded for. */
+type Actor = Pick<Caller, 'userId' | 'workspaceId' | 'role'> & RecordedBy;
+
+/**
+ * Tenancy: workspaces, their members and roles, and API keys. Given the audit trail, every
+ * change to them is recorded in it, in the change's transaction.
+ */
+export function createWorkspacesService(db: Db, clock: () => Date = () => new Date(), audit?: AuditRecorder) {
   const repo = createWorkspacesRepository(db);
   const memberships = new LruCache<string, { tenantId: string; role: Role }>(50_000, () => clock().getTime());
   const keys = new LruCache<string, ApiKeyRow>(10_000, () => clock().getTime());
@@ -42,6 +49,17 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
       const tenant = await txRepo.insertTenant(input.tenantName);
       const workspace = await txRepo.insertWorkspace(tenant.id, input.workspaceName);
       await txRepo.insertMember(workspace.id, input.ownerId, 'owner');
+      await audit?.record(
+        tx,
+        workspace.id,
+        { userId: input.ownerId },
+        {
+          action: 'workspace.created',
+          targetType: 'workspace',
+          targetId: workspace.id,
+          changes: { name: { old: null, new: workspace.name }, owner: { old: null, new: input.ownerId } },
+        },
+      );
       return { ...workspace, tenant_name: tenant.name };
     });
   }
@@ -51,10 +69,11 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
    * owner. The owners are locked first so two concurrent demotions cannot both pass.
    */
   function changeMember(
-    workspaceId: string,
+    caller: Actor,
     userId: string,
     change: { role: Role } | { remove: true },
   ): Promise<MemberRow | 'not_found' | 'last_owner' | 'removed'> {
+    const { workspaceId } = caller;
     return inTransaction(db, async (tx) => {
       const txRepo = createWorkspacesRepository(tx);
       const owners = await txRepo.lockOwners(workspaceId);
@@ -64,9 +83,24 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
       if (losesOwner && owners.length <= 1) return 'last_owner';
       if ('remove' in change) {
         await txRepo.deleteMember(workspaceId, userId);
+        await audit?.record(tx, workspaceId, caller, {
+          action: 'member.removed',
+          targetType: 'member',
+          targetId: userId,
+          changes: { role: { old: current.role, new: null } },
+        });
         return 'removed';
       }
-      return (await txRepo.updateMemberRole(workspaceId, userId, change.role)) ?? 'not_found';
+      const updated = await txRepo.updateMemberRole(workspaceId, userId, change.role);
+      if (updated && updated.role !== current.role) {
+        await audit?.record(tx, workspaceId, caller, {
+          action: 'role.changed',
+          targetType: 'member',
+          targetId: userId,
+          changes: { role: { old: current.role, new: updated.role } },
+        });
+      }
+      return updated ?? 'not_found';
     });
   }
 
@@ -161,54 +195,77 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
     listMembers: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, page: Page) =>
       repo.listMembers(caller.workspaceId, page),
 
-    async addMember(
-      caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>,
-      input: { user_id: string; role: Role },
-    ) {
+    async addMember(caller: Actor, input: { user_id: string; role: Role }) {
       assertMayAssign(caller, input.role);
-      const row = await repo.insertMember(caller.workspaceId, input.user_id, input.role);
+      const row = await inTransaction(db, async (tx) => {
+        const added = await createWorkspacesRepository(tx).insertMember(
+          caller.workspaceId,
+          input.user_id,
+          input.role,
+        );
+        if (added) {
+          await audit?.record(tx, caller.workspaceId, caller, {
+            action: 'member.added',
+            targetType: 'member',
+            targetId: input.user_id,
+            changes: { role: { old: null, new: input.role } },
+          });
+        }
+        return added;
+      });
       if (!row)
         throw conflict('member_exists', `user ${input.user_id} is already a member of this workspace`);
       return row;
     },
 
-    async changeRole(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, userId: string, role: Role) {
+    async changeRole(caller: Actor, userId: string, role: Role) {
       assertMayAssign(caller, role);
       const target = await repo.findMember(caller.workspaceId, userId);
       if (!target) throw notFound('member', userId);
       assertMayAssign(caller, target.role);
-      const result = await changeMember(caller.workspaceId, userId, { role });
+      const result = await changeMember(caller, userId, { role });
       forget(caller.workspaceId, userId);
       if (typeof result === 'string') throw memberError(result, userId);
       return result;
     },
 
-    async removeMember(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, userId: string) {
+    async removeMember(caller: Actor, userId: string) {
       const target = await repo.findMember(caller.workspaceId, userId);
       if (!target) throw notFound('member', userId);
       assertMayAssign(caller, target.role);
-      const result = await changeMember(caller.workspaceId, userId, { remove: true });
+      const result = await changeMember(caller, userId, { remove: true });
       forget(caller.workspaceId, userId);
       if (result !== 'removed') throw memberError(result, userId);
     },
 
     /** Creates a key; the only time the full key is ever returned. */
-    async createApiKey(
-      caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>,
-      input: { name: string; expires_at?: string },
-    ) {
+    async createApiKey(caller: Actor, input: { name: string; expires_at?: string }) {
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
       if (expiresAt && expiresAt <= clock()) {
         throw invalid('body.expires_at', 'must be in the future');
       }
       const minted = mintApiKey();
-      const row = await repo.insertApiKey({
-        workspace_id: caller.workspaceId,
-        name: input.name,
-        prefix: minted.prefix,
-        key_hash: minted.hash,
-        created_by: caller.userId,
-        expires_at: expiresAt,
+      const row = await inTransaction(db, async (tx) => {
+        const created = await createWorkspacesRepository(tx).insertApiKey({
+          workspace_id: caller.workspaceId,
+          name: input.name,
+          prefix: minted.prefix,
+          key_hash: minted.hash,
+          created_by: caller.userId,
+          expires_at: expiresAt,
+        });
+        // The key's name, visible prefix and expiry; never the key or its hash.
+        await audit?.record(tx, caller.workspaceId, caller, {
+          action: 'api_key.created',
+          targetType: 'api_key',
+          targetId: created.id,
+          changes: {
+            name: { old: null, new: created.name },
+            prefix: { old: null, new: created.prefix },
+            expires_at: { old: null, new: created.expires_at?.toISOString() ?? null },
+          },
+        });
+        return created;
       });
       return { ...presentApiKey(row), key: minted.key };
     },
@@ -218,8 +275,24 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
       return { ...keysPage, items: keysPage.items.map(presentApiKey) };
     },
 
-    async revokeApiKey(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, id: string) {
-      const row = await repo.revokeApiKey(caller.workspaceId, id);
+    async revokeApiKey(caller: Actor, id: string) {
+      const row = await inTransaction(db, async (tx) => {
+        const txRepo = createWorkspacesRepository(tx);
+        const before = await txRepo.findApiKey(caller.workspaceId, id);
+        const revoked = await txRepo.revokeApiKey(caller.workspaceId, id);
+        if (revoked && before && !before.revoked_at) {
+          await audit?.record(tx, caller.workspaceId, caller, {
+            action: 'api_key.revoked',
+            targetType: 'api_key',
+            targetId: revoked.id,
+            changes: {
+              name: { old: revoked.name, new: revoked.name },
+              revoked_at: { old: null, new: revoked.revoked_at?.toISOString() ?? null },
+            },
+          });
+        }
+        return revoked;
+      });
       if (!row) throw notFound('api key', id);
       keys.delete(row.key_hash);
     },
