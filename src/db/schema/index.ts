@@ -3,8 +3,8 @@
  * its enum and JSON columns). drizzle-kit and the database client read it from here.
  */
 export * from './activity.ts';
-export * from './analytics.ts';
 export * from './agents.ts';
+export * from './analytics.ts';
 export * from './chat.ts';
 export * from './codegraph.ts';
 export * from './credentials.ts';

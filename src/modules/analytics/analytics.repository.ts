@@ -364,7 +364,9 @@ export function createAnalyticsRepository(db: Db) {
 
     /** Every workspace's id (the rollup job walks them). */
     async workspaceIds(): Promise<string[]> {
-      return (await rows(sql`select id::text as id from workspaces order by id`)).map((row) => String(row.id));
+      return (await rows(sql`select id::text as id from workspaces order by id`)).map((row) =>
+        String(row.id),
+      );
     },
 
     /** The workspace's latest rolled-up day, its dirty days, and the creation time of its first run. */
@@ -396,7 +398,9 @@ export function createAnalyticsRepository(db: Db) {
       await db.execute(sql`insert into analytics_rollup_days (workspace_id, day, dirty, computed_at)
         values (${workspaceId}, ${day}::date, false, now())
         on conflict (workspace_id, day) do update set dirty = false, computed_at = now()`);
-      await db.execute(sql`delete from analytics_daily_runs where workspace_id = ${workspaceId} and day = ${day}::date`);
+      await db.execute(
+        sql`delete from analytics_daily_runs where workspace_id = ${workspaceId} and day = ${day}::date`,
+      );
       const start = sql`(${day}::date)::timestamp at time zone 'UTC'`;
       await db.execute(sql`
         with r as (

@@ -154,7 +154,8 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
       repo.rollupDays(workspaceId, dayKey(first), dayKey(end)),
     ]);
     const days = new Map<string, DayFigures>();
-    const add = (day: string, figures: DayFigures) => days.set(day, addDay(days.get(day) ?? emptyDay(), figures));
+    const add = (day: string, figures: DayFigures) =>
+      days.set(day, addDay(days.get(day) ?? emptyDay(), figures));
     for (const [day, figures] of rolled) if (clean.has(day)) add(day, figures);
     for (const [day, figures] of raw) add(day, figures);
     return { days, rolled: clean.size };
