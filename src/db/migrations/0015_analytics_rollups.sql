@@ -9,9 +9,7 @@ CREATE TABLE "analytics_daily_runs" (
 	"cancelled" integer NOT NULL,
 	"tokens_in" bigint NOT NULL,
 	"tokens_out" bigint NOT NULL,
-	"cost" double precision NOT NULL,
-	"latency_count" integer NOT NULL,
-	"latency_hist" jsonb DEFAULT '{}'::jsonb NOT NULL
+	"cost" double precision NOT NULL
 );
 --> statement-breakpoint
 CREATE TABLE "analytics_rollup_days" (
@@ -19,6 +17,8 @@ CREATE TABLE "analytics_rollup_days" (
 	"day" date NOT NULL,
 	"dirty" boolean DEFAULT false NOT NULL,
 	"computed_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"latency_count" integer DEFAULT 0 NOT NULL,
+	"latency_hist" jsonb DEFAULT '{}'::jsonb NOT NULL,
 	CONSTRAINT "analytics_rollup_days_workspace_id_day_pk" PRIMARY KEY("workspace_id","day")
 );
 --> statement-breakpoint

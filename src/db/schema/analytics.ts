@@ -17,10 +17,9 @@ import { workspaces } from './workspaces.ts';
 
 /**
  * Daily rollups of runs: one row per workspace, UTC day of the run's `created_at` and
- * workflow (as the run recorded it), with the run counts, token and cost sums, and a latency
- * histogram of the finished runs' `duration_ms` (sparse: bucket index -> count, buckets in
- * `src/modules/analytics/histogram.ts`). Written only by the rollup job, a whole
- * workspace-day at a time (delete and insert in one transaction).
+ * workflow (as the run recorded it), with the run counts and the token and cost sums. Written
+ * only by the rollup job, a whole workspace-day at a time (delete and insert in one
+ * transaction).
  */
 export const analyticsDailyRuns = pgTable(
   'analytics_daily_runs',
@@ -38,16 +37,15 @@ export const analyticsDailyRuns = pgTable(
     tokens_in: bigint('tokens_in', { mode: 'number' }).notNull(),
     tokens_out: bigint('tokens_out', { mode: 'number' }).notNull(),
     cost: doublePrecision('cost').notNull(),
-    /** Finished (Completed or Failed) runs with a duration: the histogram's total. */
-    latency_count: integer('latency_count').notNull(),
-    latency_hist: jsonb('latency_hist').$type<Record<string, number>>().notNull().default({}),
   },
   (t) => [index('analytics_daily_runs_workspace_day_idx').on(t.workspace_id, t.day)],
 );
 
 /**
- * The workspace-days the rollups hold. A day is read from the rollups only when it has a row
- * here that is not `dirty`; a trigger on `runs` (migration `analytics_rollups_dirty`) marks a
+ * The workspace-days the rollups hold, each with the latency histogram of its finished runs'
+ * `duration_ms` (sparse: bucket index -> count, buckets in `src/modules/analytics/histogram.ts`;
+ * kept per day, not per workflow, since nothing breaks latency down by workflow). A day is
+ * read from the rollups only when it has a row here that is not `dirty`; a trigger on `runs` (migration `analytics_rollups_dirty`) marks a
  * rolled-up day dirty when one of its runs is inserted, changed or deleted, and the job
  * computes it again.
  */
@@ -60,6 +58,9 @@ export const analyticsRollupDays = pgTable(
     day: date('day', { mode: 'string' }).notNull(),
     dirty: boolean('dirty').notNull().default(false),
     computed_at: timestamp('computed_at', { withTimezone: true, mode: 'date' }).notNull().default(sql`now()`),
+    /** Finished (Completed or Failed) runs with a duration: the histogram's total. */
+    latency_count: integer('latency_count').notNull().default(0),
+    latency_hist: jsonb('latency_hist').$type<Record<string, number>>().notNull().default({}),
   },
   (t) => [
     primaryKey({ columns: [t.workspace_id, t.day] }),

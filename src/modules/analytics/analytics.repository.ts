@@ -339,27 +339,35 @@ export function createAnalyticsRepository(db: Db) {
       return dayFigures(sums, buckets);
     },
 
-    /** The rolled-up days in [fromDay, toDay) that are not dirty (`YYYY-MM-DD`). */
-    async cleanDays(workspaceId: string, fromDay: string, toDay: string): Promise<Set<string>> {
-      const found = await rows(sql`select to_char(day, 'YYYY-MM-DD') as day from analytics_rollup_days
+    /**
+     * The rolled-up days in [fromDay, toDay) that are not dirty (`YYYY-MM-DD`), each with its
+     * latency histogram.
+     */
+    async cleanDays(workspaceId: string, fromDay: string, toDay: string): Promise<Map<string, Histogram>> {
+      const found =
+        await rows(sql`select to_char(day, 'YYYY-MM-DD') as day, latency_hist from analytics_rollup_days
         where workspace_id = ${workspaceId} and day >= ${fromDay}::date and day < ${toDay}::date and not dirty`);
-      return new Set(found.map((row) => String(row.day)));
+      return new Map(
+        found.map((row) => {
+          const stored = (row.latency_hist ?? {}) as Record<string, number>;
+          return [
+            String(row.day),
+            new Map(Object.entries(stored).map(([bucket, n]) => [Number(bucket), num(n)])),
+          ];
+        }),
+      );
     },
 
-    /** Per UTC day in [fromDay, toDay), the rollups' sums and merged latency histograms. */
+    /** Per UTC day in [fromDay, toDay), the rollups' sums (their histograms come with `cleanDays`). */
     async rollupDays(workspaceId: string, fromDay: string, toDay: string): Promise<Map<string, DayFigures>> {
-      const where = sql`workspace_id = ${workspaceId} and day >= ${fromDay}::date and day < ${toDay}::date`;
-      const day = sql`to_char(day, 'YYYY-MM-DD')`;
-      const [sums, buckets] = await Promise.all([
-        rows(sql`select ${day} as day, sum(runs)::int as runs, sum(completed)::int as completed,
-            sum(failed)::int as failed, sum(cancelled)::int as cancelled,
-            sum(tokens_in)::float8 as input_tokens, sum(tokens_out)::float8 as output_tokens,
-            sum(cost)::float8 as cost
-          from analytics_daily_runs where ${where} group by 1`),
-        rows(sql`select ${day} as day, h.key::int as bucket, sum(h.value::int)::int as n
-          from analytics_daily_runs, jsonb_each_text(latency_hist) h where ${where} group by 1, 2`),
-      ]);
-      return dayFigures(sums, buckets);
+      const sums = await rows(sql`select to_char(day, 'YYYY-MM-DD') as day, sum(runs)::int as runs,
+          sum(completed)::int as completed, sum(failed)::int as failed, sum(cancelled)::int as cancelled,
+          sum(tokens_in)::float8 as input_tokens, sum(tokens_out)::float8 as output_tokens,
+          sum(cost)::float8 as cost
+        from analytics_daily_runs
+        where workspace_id = ${workspaceId} and day >= ${fromDay}::date and day < ${toDay}::date
+        group by 1`);
+      return dayFigures(sums, []);
     },
 
     /** Every workspace's id (the rollup job walks them). */
@@ -402,35 +410,26 @@ export function createAnalyticsRepository(db: Db) {
         sql`delete from analytics_daily_runs where workspace_id = ${workspaceId} and day = ${day}::date`,
       );
       const start = sql`(${day}::date)::timestamp at time zone 'UTC'`;
+      const ofDay = sql`workspace_id = ${workspaceId} and created_at >= ${start} and created_at < ${start} + interval '1 day'`;
       await db.execute(sql`
-        with r as (
-          select workflow_id, workflow_name, status, tokens_in, tokens_out, cost,
-            case when ${FINISHED} then ${latencyBucket(sql`duration_ms`)} end as bucket
-          from runs where workspace_id = ${workspaceId}
-            and created_at >= ${start} and created_at < ${start} + interval '1 day'
-        ),
-        h as (
-          select workflow_id, workflow_name, jsonb_object_agg(bucket::text, n) as hist, sum(n)::int as n
-          from (select workflow_id, workflow_name, bucket, count(*)::int as n from r
-                where bucket is not null group by 1, 2, 3) b
-          group by 1, 2
-        ),
-        a as (
-          select workflow_id, workflow_name, count(*)::int as runs,
-            (count(*) filter (where status = 'Completed'))::int as completed,
-            (count(*) filter (where status = 'Failed'))::int as failed,
-            (count(*) filter (where status = 'Cancelled'))::int as cancelled,
-            coalesce(sum(tokens_in), 0)::bigint as tokens_in,
-            coalesce(sum(tokens_out), 0)::bigint as tokens_out,
-            coalesce(sum(cost), 0)::float8 as cost
-          from r group by 1, 2
-        )
         insert into analytics_daily_runs (workspace_id, day, workflow_id, workflow_name, runs, completed,
-          failed, cancelled, tokens_in, tokens_out, cost, latency_count, latency_hist)
-        select ${workspaceId}, ${day}::date, a.workflow_id, a.workflow_name, a.runs, a.completed, a.failed,
-          a.cancelled, a.tokens_in, a.tokens_out, a.cost, coalesce(h.n, 0), coalesce(h.hist, '{}'::jsonb)
-        from a left join h on h.workflow_id is not distinct from a.workflow_id
-          and h.workflow_name = a.workflow_name`);
+          failed, cancelled, tokens_in, tokens_out, cost)
+        select ${workspaceId}, ${day}::date, workflow_id, workflow_name, count(*)::int,
+          (count(*) filter (where status = 'Completed'))::int,
+          (count(*) filter (where status = 'Failed'))::int,
+          (count(*) filter (where status = 'Cancelled'))::int,
+          coalesce(sum(tokens_in), 0)::bigint, coalesce(sum(tokens_out), 0)::bigint,
+          coalesce(sum(cost), 0)::float8
+        from runs where ${ofDay} group by workflow_id, workflow_name`);
+      await db.execute(sql`
+        update analytics_rollup_days set
+          latency_hist = coalesce(h.hist, '{}'::jsonb), latency_count = coalesce(h.n, 0)
+        from (
+          select jsonb_object_agg(bucket::text, n) as hist, sum(n)::int as n
+          from (select ${latencyBucket(sql`duration_ms`)} as bucket, count(*)::int as n
+                from runs where ${ofDay} and ${FINISHED} group by 1) b
+        ) h
+        where workspace_id = ${workspaceId} and day = ${day}::date`);
     },
 
     /** Runs executing (Running) and waiting (Queued) now, by `runs_unfinished_idx`. */

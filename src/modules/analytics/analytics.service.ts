@@ -156,6 +156,7 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
     const days = new Map<string, DayFigures>();
     const add = (day: string, figures: DayFigures) =>
       days.set(day, addDay(days.get(day) ?? emptyDay(), figures));
+    for (const [day, latency] of clean) add(day, { ...emptyDay(), latency });
     for (const [day, figures] of rolled) if (clean.has(day)) add(day, figures);
     for (const [day, figures] of raw) add(day, figures);
     return { days, rolled: clean.size };
