@@ -43,7 +43,7 @@ export const analyticsDailyRuns = pgTable(
 
 /**
  * The workspace-days the rollups hold, each with the latency histogram of its finished runs'
- * `duration_ms` (sparse: bucket index -> count, buckets in `src/modules/analytics/histogram.ts`;
+ * `duration_ms` (sparse: bucket index -> count, buckets in `src/lib/histogram.ts`;
  * kept per day, not per workflow, since nothing breaks latency down by workflow). A day is
  * read from the rollups only when it has a row here that is not `dirty`; a trigger on `runs` (migration `analytics_rollups_dirty`) marks a
  * rolled-up day dirty when one of its runs is inserted, changed or deleted, and the job

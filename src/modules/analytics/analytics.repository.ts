@@ -11,7 +11,7 @@
  */
 import { type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/transaction.ts';
-import { BUCKETS, GROWTH, type Histogram } from './histogram.ts';
+import { BUCKETS, GROWTH, type Histogram } from '../../lib/histogram.ts';
 
 export type Bucket = 'hour' | 'day';
 
@@ -103,7 +103,7 @@ export interface DayFigures {
   latency: Histogram;
 }
 
-/** The histogram bucket of a duration column, as `bucketOf` in histogram.ts. */
+/** The histogram bucket of a duration column, as `bucketOf` in lib/histogram.ts. */
 const latencyBucket = (column: SQL) =>
   sql`(case when ${column} < 1 then 0 else least(${sql.raw(String(BUCKETS - 1))}, 1 + floor(ln(${column}) / ln(${sql.raw(String(GROWTH))}))::int) end)`;
 

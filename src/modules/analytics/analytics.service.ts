@@ -1,6 +1,7 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { invalid } from '../../errors.ts';
+import { type Histogram, mergeInto, quantile } from '../../lib/histogram.ts';
 import {
   type Bucket,
   type ChatAggregate,
@@ -9,7 +10,6 @@ import {
   type RunAggregate,
 } from './analytics.repository.ts';
 import type { AnalyticsQuery } from './analytics.schemas.ts';
-import { type Histogram, mergeInto, quantile } from './histogram.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
