@@ -16,7 +16,8 @@
  * - `GET /api/system/metrics` (its KPIs are always the last 24 hours: raw either way).
  *
  * Target (issue 11): p50 under 50 ms for the 24-hour and 90-day windows. BENCH_EXPLAIN=1
- * prints the PostgreSQL plans of the raw queries.
+ * prints the PostgreSQL plans of the raw queries; BENCH_KEEP=1 keeps the database (its name
+ * is printed) for a closer look.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -185,6 +186,7 @@ try {
   await raw.close();
   await stop();
   await database.close();
-  await pg.drop();
+  if (process.env.BENCH_KEEP === '1') console.log(`kept database ${pg.env.POSTGRES_DB}`);
+  else await pg.drop();
   fs.rmSync(dataDir, { recursive: true, force: true });
 }
