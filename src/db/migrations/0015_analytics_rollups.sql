@@ -19,6 +19,8 @@ CREATE TABLE "analytics_rollup_days" (
 	"computed_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"latency_count" integer DEFAULT 0 NOT NULL,
 	"latency_hist" jsonb DEFAULT '{}'::jsonb NOT NULL,
+	"latency_p50_ms" double precision,
+	"latency_p95_ms" double precision,
 	CONSTRAINT "analytics_rollup_days_workspace_id_day_pk" PRIMARY KEY("workspace_id","day")
 );
 --> statement-breakpoint

@@ -61,6 +61,9 @@ export const analyticsRollupDays = pgTable(
     /** Finished (Completed or Failed) runs with a duration: the histogram's total. */
     latency_count: integer('latency_count').notNull().default(0),
     latency_hist: jsonb('latency_hist').$type<Record<string, number>>().notNull().default({}),
+    /** The day's exact percentiles (`percentile_cont`), for day buckets of a series. */
+    latency_p50_ms: doublePrecision('latency_p50_ms'),
+    latency_p95_ms: doublePrecision('latency_p95_ms'),
   },
   (t) => [
     primaryKey({ columns: [t.workspace_id, t.day] }),

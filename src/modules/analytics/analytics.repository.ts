@@ -341,21 +341,35 @@ export function createAnalyticsRepository(db: Db) {
 
     /**
      * The rolled-up days in [fromDay, toDay) that are not dirty (`YYYY-MM-DD`), each with its
-     * latency histogram.
+     * exact latency percentiles.
      */
-    async cleanDays(workspaceId: string, fromDay: string, toDay: string): Promise<Map<string, Histogram>> {
-      const found =
-        await rows(sql`select to_char(day, 'YYYY-MM-DD') as day, latency_hist from analytics_rollup_days
+    async cleanDays(
+      workspaceId: string,
+      fromDay: string,
+      toDay: string,
+    ): Promise<Map<string, { latency_p50_ms: number | null; latency_p95_ms: number | null }>> {
+      const found = await rows(sql`select to_char(day, 'YYYY-MM-DD') as day, latency_p50_ms, latency_p95_ms
+        from analytics_rollup_days
         where workspace_id = ${workspaceId} and day >= ${fromDay}::date and day < ${toDay}::date and not dirty`);
       return new Map(
-        found.map((row) => {
-          const stored = (row.latency_hist ?? {}) as Record<string, number>;
-          return [
-            String(row.day),
-            new Map(Object.entries(stored).map(([bucket, n]) => [Number(bucket), num(n)])),
-          ];
-        }),
+        found.map((row) => [
+          String(row.day),
+          { latency_p50_ms: maybe(row.latency_p50_ms), latency_p95_ms: maybe(row.latency_p95_ms) },
+        ]),
       );
+    },
+
+    /** The latency histograms of the given rolled-up days, merged. */
+    async rollupLatency(workspaceId: string, days: string[]): Promise<Histogram> {
+      if (days.length === 0) return new Map();
+      const found = await rows(sql`select h.key::int as bucket, sum(h.value::int)::int as n
+        from analytics_rollup_days d, jsonb_each_text(d.latency_hist) h
+        where d.workspace_id = ${workspaceId} and d.day in (${sql.join(
+          days.map((day) => sql`${day}::date`),
+          sql`, `,
+        )})
+        group by 1`);
+      return new Map(found.map((row) => [num(row.bucket), num(row.n)]));
     },
 
     /** Per UTC day in [fromDay, toDay), the rollups' sums (their histograms come with `cleanDays`). */
@@ -423,12 +437,17 @@ export function createAnalyticsRepository(db: Db) {
         from runs where ${ofDay} group by workflow_id, workflow_name`);
       await db.execute(sql`
         update analytics_rollup_days set
-          latency_hist = coalesce(h.hist, '{}'::jsonb), latency_count = coalesce(h.n, 0)
+          latency_hist = coalesce(h.hist, '{}'::jsonb), latency_count = coalesce(h.n, 0),
+          latency_p50_ms = p.p50, latency_p95_ms = p.p95
         from (
           select jsonb_object_agg(bucket::text, n) as hist, sum(n)::int as n
           from (select ${latencyBucket(sql`duration_ms`)} as bucket, count(*)::int as n
                 from runs where ${ofDay} and ${FINISHED} group by 1) b
-        ) h
+        ) h, (
+          select percentile_cont(0.5) within group (order by duration_ms) as p50,
+            percentile_cont(0.95) within group (order by duration_ms) as p95
+          from runs where ${ofDay} and ${FINISHED}
+        ) p
         where workspace_id = ${workspaceId} and day = ${day}::date`);
     },
 

@@ -54,7 +54,7 @@ export const OverviewSchema = Type.Object({
   series: Type.Array(Type.Object({ start: Timestamp(), ...RunFigures })),
   rollup_days: Type.Integer({
     description:
-      'whole UTC days of the window read from the daily rollups; 0 when every run figure comes from the raw runs (percentiles then exact, otherwise from merged histograms, within about 2.5 %)',
+      'whole UTC days of the window read from the daily rollups; 0 when every run figure comes from the raw runs (percentiles then exact; otherwise the totals’ percentiles come from merged histograms, within about 2.5 %, and each day bucket’s stay exact)',
   }),
 });
 

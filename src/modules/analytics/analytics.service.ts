@@ -126,15 +126,16 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
   const useRollups = deps.rollups ?? true;
 
   /**
-   * The run figures of a day-bucketed window per UTC day, when any whole day of it is rolled
-   * up and clean: those days from the rollups, the rest (partial first and last days, days not
-   * rolled up or dirty, today) from the raw runs. Undefined when no rollup applies.
+   * The run figures of a day-bucketed window, when any whole day of it is rolled up and clean:
+   * those days from the rollups (sums, their exact per-day percentiles, and their merged
+   * histogram for the totals), the rest (partial first and last days, days not rolled up or
+   * dirty, today) from the raw runs. Undefined when no rollup applies.
    */
   async function plannedDays(
     workspaceId: string,
     from: Date,
     to: Date,
-  ): Promise<{ days: Map<string, DayFigures>; rolled: number } | undefined> {
+  ): Promise<{ totals: RunAggregate; series: Map<number, RunAggregate>; rolled: number } | undefined> {
     if (!useRollups) return undefined;
     const first = ceilDay(from.getTime());
     const end = floorDay(to.getTime());
@@ -149,17 +150,24 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
       cursor = day + DAY_MS;
     }
     if (cursor < to.getTime()) ranges.push([new Date(cursor), to]);
-    const [raw, rolled] = await Promise.all([
+    const [raw, rolled, rolledLatency] = await Promise.all([
       repo.rawDays(workspaceId, ranges),
       repo.rollupDays(workspaceId, dayKey(first), dayKey(end)),
+      repo.rollupLatency(workspaceId, [...clean.keys()]),
     ]);
-    const days = new Map<string, DayFigures>();
-    const add = (day: string, figures: DayFigures) =>
-      days.set(day, addDay(days.get(day) ?? emptyDay(), figures));
-    for (const [day, latency] of clean) add(day, { ...emptyDay(), latency });
-    for (const [day, figures] of rolled) if (clean.has(day)) add(day, figures);
-    for (const [day, figures] of raw) add(day, figures);
-    return { days, rolled: clean.size };
+    const total = emptyDay();
+    mergeInto(total.latency, rolledLatency);
+    const series = new Map<number, RunAggregate>();
+    for (const [day, percentiles] of clean) {
+      const { latency: _none, ...sums } = rolled.get(day) ?? emptyDay();
+      addDay(total, { ...sums, latency: new Map() });
+      series.set(Date.parse(day), { ...sums, ...percentiles });
+    }
+    for (const [day, figures] of raw) {
+      addDay(total, figures);
+      series.set(Date.parse(day), fromDay(figures));
+    }
+    return { totals: fromDay(total), series, rolled: clean.size };
   }
 
   /** The window a query names: defaults, and a 400 naming the field for one that cannot be read. */
@@ -188,12 +196,8 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
       const ws = caller.workspaceId;
       const planned = bucket === 'day' ? await plannedDays(ws, from, to) : undefined;
       const [totals, runSeries, chatSeries] = await Promise.all([
-        planned
-          ? fromDay([...planned.days.values()].reduce(addDay, emptyDay()))
-          : repo.runTotals(ws, from, to),
-        planned
-          ? new Map([...planned.days].map(([day, figures]) => [Date.parse(day), fromDay(figures)]))
-          : repo.runSeries(ws, from, to, bucket),
+        planned ? planned.totals : repo.runTotals(ws, from, to),
+        planned ? planned.series : repo.runSeries(ws, from, to, bucket),
         repo.chatSeries(ws, from, to, bucket),
       ]);
       const chatTotals = [...chatSeries.values()].reduce(
