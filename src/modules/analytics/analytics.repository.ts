@@ -93,6 +93,9 @@ function runAggregate(row: Raw | undefined): RunAggregate {
 
 /** Sums of runs of one UTC day (`YYYY-MM-DD`) with their latency histogram. */
 export interface DayFigures {
+  /** Exact, when read from raw runs. */
+  latency_p50_ms?: number | null;
+  latency_p95_ms?: number | null;
   runs: number;
   completed: number;
   failed: number;
@@ -122,6 +125,8 @@ function dayFigures(sums: Raw[], buckets: Raw[]): Map<string, DayFigures> {
       input_tokens: num(row.input_tokens),
       output_tokens: num(row.output_tokens),
       cost: num(row.cost),
+      latency_p50_ms: maybe(row.latency_p50_ms),
+      latency_p95_ms: maybe(row.latency_p95_ms),
       latency: new Map(),
     });
   }
@@ -331,7 +336,9 @@ export function createAnalyticsRepository(db: Db) {
             (count(*) filter (where status = 'Cancelled'))::int as cancelled,
             coalesce(sum(tokens_in), 0)::float8 as input_tokens,
             coalesce(sum(tokens_out), 0)::float8 as output_tokens,
-            coalesce(sum(cost), 0)::float8 as cost
+            coalesce(sum(cost), 0)::float8 as cost,
+            percentile_cont(0.5) within group (order by duration_ms) filter (where ${FINISHED}) as latency_p50_ms,
+            percentile_cont(0.95) within group (order by duration_ms) filter (where ${FINISHED}) as latency_p95_ms
           from runs where ${where} group by 1`),
         rows(sql`select ${day} as day, ${latencyBucket(sql`duration_ms`)} as bucket, count(*)::int as n
           from runs where ${where} and ${FINISHED} group by 1, 2`),

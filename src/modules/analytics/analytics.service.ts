@@ -163,9 +163,13 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
       addDay(total, { ...sums, latency: new Map() });
       series.set(Date.parse(day), { ...sums, ...percentiles });
     }
-    for (const [day, figures] of raw) {
-      addDay(total, figures);
-      series.set(Date.parse(day), fromDay(figures));
+    for (const [day, { latency, latency_p50_ms, latency_p95_ms, ...sums }] of raw) {
+      addDay(total, { ...sums, latency });
+      series.set(Date.parse(day), {
+        ...sums,
+        latency_p50_ms: latency_p50_ms ?? null,
+        latency_p95_ms: latency_p95_ms ?? null,
+      });
     }
     return { totals: fromDay(total), series, rolled: clean.size };
   }
