@@ -197,6 +197,14 @@ describe('analytics daily rollups', () => {
     expect(dirty[0]?.n).toBe(0);
   });
 
+  it('removes a deleted workspace’s rollups with it (the trigger does not get in the way)', async () => {
+    await t.rows(sql`delete from workspaces where id = ${mallory.workspaceId}`);
+    const left = await t.rows<{ n: number }>(sql`select
+      (select count(*) from analytics_daily_runs where workspace_id = ${mallory.workspaceId})
+      + (select count(*) from analytics_rollup_days where workspace_id = ${mallory.workspaceId}) as n`);
+    expect(Number(left[0]?.n)).toBe(0);
+  });
+
   it('refuses a bad window as before', async () => {
     const res = await t.call(alice, 'GET', `/api/analytics/overview?from=${TO}&to=${FROM}&bucket=day`);
     expect(res.statusCode).toBe(400);
