@@ -20,6 +20,7 @@ import {
   type TicketStore,
 } from './modules/activity/ws-tickets.ts';
 import { createAgentsService } from './modules/agents/agents.service.ts';
+import { createRollupJob } from './modules/analytics/analytics.jobs.ts';
 import { createAnalyticsService } from './modules/analytics/analytics.service.ts';
 import { createAuditService } from './modules/audit/audit.service.ts';
 import { createChatService } from './modules/chat/chat.service.ts';
@@ -269,6 +270,7 @@ export async function createServices(config: Config, database: Database, options
   // Started in this order, stopped in reverse. The queue comes last so it stops first: its
   // running jobs use everything before it (the model gateway's stop aborts calls still open).
   // A hub given by the caller is the caller's to start and stop.
+  const analytics = createAnalyticsService({ db });
   const components: Component[] = [
     // Every process records its minutes up, for the uptime percentage.
     createHeartbeat({ db, onError: (error) => log.warn({ err: error }, 'heartbeat minute not recorded') }),
@@ -285,10 +287,9 @@ export async function createServices(config: Config, database: Database, options
           createCodegraphRecovery({ codegraph, queue, log }),
           createKnowledgeRecovery({ knowledge, queue, log }),
           createNightlyMining({ playbooks, log, owner: processOwner }),
+          createRollupJob({ analytics, log }),
         ]),
   ];
-
-  const analytics = createAnalyticsService({ db });
 
   return {
     config,

@@ -4,6 +4,7 @@
  */
 export * from './activity.ts';
 export * from './agents.ts';
+export * from './analytics.ts';
 export * from './audit.ts';
 export * from './chat.ts';
 export * from './codegraph.ts';

@@ -5,10 +5,13 @@
  * and starts from an index: runs by `runs_workspace_created_idx` (a run belongs to the
  * window it was created in), their steps by `run_steps_run_idx`, messages through their
  * conversations (`conversations_workspace_last_idx`: a conversation with a message in the
- * window has its last message at or after the window's start). No rollup tables yet.
+ * window has its last message at or after the window's start). Whole UTC days of runs are
+ * also kept as daily rollups (`analytics_daily_runs`, this module's table), written by
+ * `computeDay` and read by `rollupDays`.
  */
 import { type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/transaction.ts';
+import { BUCKETS, GROWTH, type Histogram } from '../../lib/histogram.ts';
 
 export type Bucket = 'hour' | 'day';
 
@@ -86,6 +89,54 @@ function runAggregate(row: Raw | undefined): RunAggregate {
     latency_p50_ms: maybe(row?.latency_p50_ms),
     latency_p95_ms: maybe(row?.latency_p95_ms),
   };
+}
+
+/** Sums of runs of one UTC day (`YYYY-MM-DD`) with their latency histogram. */
+export interface DayFigures {
+  /** Exact, when read from raw runs. */
+  latency_p50_ms?: number | null;
+  latency_p95_ms?: number | null;
+  runs: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  latency: Histogram;
+}
+
+/** The histogram bucket of a duration column, as `bucketOf` in lib/histogram.ts. */
+const latencyBucket = (column: SQL) =>
+  sql`(case when ${column} < 1 then 0 else least(${sql.raw(String(BUCKETS - 1))}, 1 + floor(ln(${column}) / ln(${sql.raw(String(GROWTH))}))::int) end)`;
+
+/** Finished runs with a duration: those the latency figures count. */
+const FINISHED = sql`status in ('Completed', 'Failed') and duration_ms is not null`;
+
+/** Folds per-day sum rows and per-day histogram rows into one map by day. */
+function dayFigures(sums: Raw[], buckets: Raw[]): Map<string, DayFigures> {
+  const days = new Map<string, DayFigures>();
+  for (const row of sums) {
+    days.set(String(row.day), {
+      runs: num(row.runs),
+      completed: num(row.completed),
+      failed: num(row.failed),
+      cancelled: num(row.cancelled),
+      input_tokens: num(row.input_tokens),
+      output_tokens: num(row.output_tokens),
+      cost: num(row.cost),
+      latency_p50_ms: maybe(row.latency_p50_ms),
+      latency_p95_ms: maybe(row.latency_p95_ms),
+      latency: new Map(),
+    });
+  }
+  for (const row of buckets) {
+    const day = days.get(String(row.day));
+    if (!day) continue;
+    const bucket = num(row.bucket);
+    day.latency.set(bucket, (day.latency.get(bucket) ?? 0) + num(row.n));
+  }
+  return days;
 }
 
 /** Bucket start as epoch milliseconds (no driver-specific timestamp parsing). */
@@ -264,6 +315,147 @@ export function createAnalyticsRepository(db: Db) {
         latency_p95_ms: maybe(row.latency_p95_ms),
         busy_ms: num(row.busy_ms),
       }));
+    },
+
+    /**
+     * Per UTC day, the runs created in any of `ranges` ([from, to) each), with their latency
+     * histogram: the raw part of a window that also reads rollups.
+     */
+    async rawDays(workspaceId: string, ranges: Array<[Date, Date]>): Promise<Map<string, DayFigures>> {
+      if (ranges.length === 0) return new Map();
+      const within = sql.join(
+        ranges.map(([from, to]) => sql`(created_at >= ${from} and created_at < ${to})`),
+        sql` or `,
+      );
+      const where = sql`workspace_id = ${workspaceId} and (${within})`;
+      const day = sql`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`;
+      const [sums, buckets] = await Promise.all([
+        rows(sql`select ${day} as day, count(*)::int as runs,
+            (count(*) filter (where status = 'Completed'))::int as completed,
+            (count(*) filter (where status = 'Failed'))::int as failed,
+            (count(*) filter (where status = 'Cancelled'))::int as cancelled,
+            coalesce(sum(tokens_in), 0)::float8 as input_tokens,
+            coalesce(sum(tokens_out), 0)::float8 as output_tokens,
+            coalesce(sum(cost), 0)::float8 as cost,
+            percentile_cont(0.5) within group (order by duration_ms) filter (where ${FINISHED}) as latency_p50_ms,
+            percentile_cont(0.95) within group (order by duration_ms) filter (where ${FINISHED}) as latency_p95_ms
+          from runs where ${where} group by 1`),
+        rows(sql`select ${day} as day, ${latencyBucket(sql`duration_ms`)} as bucket, count(*)::int as n
+          from runs where ${where} and ${FINISHED} group by 1, 2`),
+      ]);
+      return dayFigures(sums, buckets);
+    },
+
+    /**
+     * The rolled-up days in [fromDay, toDay) that are not dirty (`YYYY-MM-DD`), each with its
+     * exact latency percentiles.
+     */
+    async cleanDays(
+      workspaceId: string,
+      fromDay: string,
+      toDay: string,
+    ): Promise<Map<string, { latency_p50_ms: number | null; latency_p95_ms: number | null }>> {
+      const found = await rows(sql`select to_char(day, 'YYYY-MM-DD') as day, latency_p50_ms, latency_p95_ms
+        from analytics_rollup_days
+        where workspace_id = ${workspaceId} and day >= ${fromDay}::date and day < ${toDay}::date and not dirty`);
+      return new Map(
+        found.map((row) => [
+          String(row.day),
+          { latency_p50_ms: maybe(row.latency_p50_ms), latency_p95_ms: maybe(row.latency_p95_ms) },
+        ]),
+      );
+    },
+
+    /** The latency histograms of the given rolled-up days, merged. */
+    async rollupLatency(workspaceId: string, days: string[]): Promise<Histogram> {
+      if (days.length === 0) return new Map();
+      const found = await rows(sql`select h.key::int as bucket, sum(h.value::int)::int as n
+        from analytics_rollup_days d, jsonb_each_text(d.latency_hist) h
+        where d.workspace_id = ${workspaceId} and d.day in (${sql.join(
+          days.map((day) => sql`${day}::date`),
+          sql`, `,
+        )})
+        group by 1`);
+      return new Map(found.map((row) => [num(row.bucket), num(row.n)]));
+    },
+
+    /** Per UTC day in [fromDay, toDay), the rollups' sums (their histograms come with `cleanDays`). */
+    async rollupDays(workspaceId: string, fromDay: string, toDay: string): Promise<Map<string, DayFigures>> {
+      const sums = await rows(sql`select to_char(day, 'YYYY-MM-DD') as day, sum(runs)::int as runs,
+          sum(completed)::int as completed, sum(failed)::int as failed, sum(cancelled)::int as cancelled,
+          sum(tokens_in)::float8 as input_tokens, sum(tokens_out)::float8 as output_tokens,
+          sum(cost)::float8 as cost
+        from analytics_daily_runs
+        where workspace_id = ${workspaceId} and day >= ${fromDay}::date and day < ${toDay}::date
+        group by 1`);
+      return dayFigures(sums, []);
+    },
+
+    /** Every workspace's id (the rollup job walks them). */
+    async workspaceIds(): Promise<string[]> {
+      return (await rows(sql`select id::text as id from workspaces order by id`)).map((row) =>
+        String(row.id),
+      );
+    },
+
+    /** The workspace's latest rolled-up day, its dirty days, and the creation time of its first run. */
+    async rollupState(
+      workspaceId: string,
+    ): Promise<{ last: string | null; dirty: string[]; firstRunAt: Date | null }> {
+      const [[state], dirty, [first]] = await Promise.all([
+        rows(sql`select to_char(max(day), 'YYYY-MM-DD') as last from analytics_rollup_days
+          where workspace_id = ${workspaceId}`),
+        rows(sql`select to_char(day, 'YYYY-MM-DD') as day from analytics_rollup_days
+          where workspace_id = ${workspaceId} and dirty order by day`),
+        rows(sql`select (extract(epoch from min(created_at)) * 1000)::float8 as at from runs
+          where workspace_id = ${workspaceId}`),
+      ]);
+      return {
+        last: (state?.last as string | null) ?? null,
+        dirty: dirty.map((row) => String(row.day)),
+        firstRunAt: first?.at === null || first?.at === undefined ? null : new Date(num(first.at)),
+      };
+    },
+
+    /**
+     * (Re)computes the rollups of one workspace-day from its runs; call inside a transaction.
+     * The day's row in `analytics_rollup_days` is written (and so locked) first, clean: a run
+     * changed while this reads waits for the commit and then marks the day dirty again, and
+     * a run changed before it is in what this reads.
+     */
+    async computeDay(workspaceId: string, day: string): Promise<void> {
+      await db.execute(sql`insert into analytics_rollup_days (workspace_id, day, dirty, computed_at)
+        values (${workspaceId}, ${day}::date, false, now())
+        on conflict (workspace_id, day) do update set dirty = false, computed_at = now()`);
+      await db.execute(
+        sql`delete from analytics_daily_runs where workspace_id = ${workspaceId} and day = ${day}::date`,
+      );
+      const start = sql`(${day}::date)::timestamp at time zone 'UTC'`;
+      const ofDay = sql`workspace_id = ${workspaceId} and created_at >= ${start} and created_at < ${start} + interval '1 day'`;
+      await db.execute(sql`
+        insert into analytics_daily_runs (workspace_id, day, workflow_id, workflow_name, runs, completed,
+          failed, cancelled, tokens_in, tokens_out, cost)
+        select ${workspaceId}, ${day}::date, workflow_id, workflow_name, count(*)::int,
+          (count(*) filter (where status = 'Completed'))::int,
+          (count(*) filter (where status = 'Failed'))::int,
+          (count(*) filter (where status = 'Cancelled'))::int,
+          coalesce(sum(tokens_in), 0)::bigint, coalesce(sum(tokens_out), 0)::bigint,
+          coalesce(sum(cost), 0)::float8
+        from runs where ${ofDay} group by workflow_id, workflow_name`);
+      await db.execute(sql`
+        update analytics_rollup_days set
+          latency_hist = coalesce(h.hist, '{}'::jsonb), latency_count = coalesce(h.n, 0),
+          latency_p50_ms = p.p50, latency_p95_ms = p.p95
+        from (
+          select jsonb_object_agg(bucket::text, n) as hist, sum(n)::int as n
+          from (select ${latencyBucket(sql`duration_ms`)} as bucket, count(*)::int as n
+                from runs where ${ofDay} and ${FINISHED} group by 1) b
+        ) h, (
+          select percentile_cont(0.5) within group (order by duration_ms) as p50,
+            percentile_cont(0.95) within group (order by duration_ms) as p95
+          from runs where ${ofDay} and ${FINISHED}
+        ) p
+        where workspace_id = ${workspaceId} and day = ${day}::date`);
     },
 
     /** Runs executing (Running) and waiting (Queued) now, by `runs_unfinished_idx`. */

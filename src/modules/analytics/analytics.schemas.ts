@@ -52,6 +52,10 @@ export const OverviewSchema = Type.Object({
   ...Window,
   totals: Type.Object(RunFigures),
   series: Type.Array(Type.Object({ start: Timestamp(), ...RunFigures })),
+  rollup_days: Type.Integer({
+    description:
+      'whole UTC days of the window read from the daily rollups; 0 when every run figure comes from the raw runs (percentiles then exact; otherwise the totals’ percentiles come from merged histograms, within about 2.5 %, and each day bucket’s stay exact)',
+  }),
 });
 
 const CostGroupFields = {

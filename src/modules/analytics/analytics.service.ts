@@ -1,10 +1,12 @@
 import type { Caller } from '../../caller.ts';
-import type { Db } from '../../db/transaction.ts';
+import { type Db, inTransaction } from '../../db/transaction.ts';
 import { invalid } from '../../errors.ts';
+import { type Histogram, mergeInto, quantile } from '../../lib/histogram.ts';
 import {
   type Bucket,
   type ChatAggregate,
   createAnalyticsRepository,
+  type DayFigures,
   type RunAggregate,
 } from './analytics.repository.ts';
 import type { AnalyticsQuery } from './analytics.schemas.ts';
@@ -29,7 +31,48 @@ export interface AnalyticsWindow {
 export interface AnalyticsDependencies {
   db: Db;
   clock?: () => Date;
+  /** Read the daily rollups for whole rolled-up days (true); false reads only raw runs (the bench's baseline). */
+  rollups?: boolean;
 }
+
+/** A UTC day is rolled up once it has been over for this long (late writes of its last moments land first). */
+export const ROLLUP_GRACE_MS = 10 * 60_000;
+
+/** `YYYY-MM-DD` of a UTC instant (epoch ms). */
+const dayKey = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+const floorDay = (ms: number): number => Math.floor(ms / DAY_MS) * DAY_MS;
+const ceilDay = (ms: number): number => Math.ceil(ms / DAY_MS) * DAY_MS;
+
+/** Adds day figures into run figures with a histogram (the rollup path's totals and buckets). */
+function addDay(into: DayFigures, day: DayFigures): DayFigures {
+  into.runs += day.runs;
+  into.completed += day.completed;
+  into.failed += day.failed;
+  into.cancelled += day.cancelled;
+  into.input_tokens += day.input_tokens;
+  into.output_tokens += day.output_tokens;
+  into.cost += day.cost;
+  mergeInto(into.latency, day.latency);
+  return into;
+}
+
+const emptyDay = (): DayFigures => ({
+  runs: 0,
+  completed: 0,
+  failed: 0,
+  cancelled: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  cost: 0,
+  latency: new Map() as Histogram,
+});
+
+/** Run figures of day figures: percentiles from the histogram. */
+const fromDay = ({ latency, ...sums }: DayFigures): RunAggregate => ({
+  ...sums,
+  latency_p50_ms: quantile(latency, 0.5),
+  latency_p95_ms: quantile(latency, 0.95),
+});
 
 /** completed / (completed + failed): cancelled and unfinished runs have no outcome. */
 export const successRate = (completed: number, failed: number): number | null =>
@@ -80,6 +123,56 @@ function bucketStarts({ from, to, bucket }: AnalyticsWindow): number[] {
 export function createAnalyticsService(deps: AnalyticsDependencies) {
   const clock = deps.clock ?? (() => new Date());
   const repo = createAnalyticsRepository(deps.db);
+  const useRollups = deps.rollups ?? true;
+
+  /**
+   * The run figures of a day-bucketed window, when any whole day of it is rolled up and clean:
+   * those days from the rollups (sums, their exact per-day percentiles, and their merged
+   * histogram for the totals), the rest (partial first and last days, days not rolled up or
+   * dirty, today) from the raw runs. Undefined when no rollup applies.
+   */
+  async function plannedDays(
+    workspaceId: string,
+    from: Date,
+    to: Date,
+  ): Promise<{ totals: RunAggregate; series: Map<number, RunAggregate>; rolled: number } | undefined> {
+    if (!useRollups) return undefined;
+    const first = ceilDay(from.getTime());
+    const end = floorDay(to.getTime());
+    if (first >= end) return undefined;
+    const clean = await repo.cleanDays(workspaceId, dayKey(first), dayKey(end));
+    if (clean.size === 0) return undefined;
+    const ranges: Array<[Date, Date]> = [];
+    let cursor = from.getTime();
+    for (let day = first; day < end; day += DAY_MS) {
+      if (!clean.has(dayKey(day))) continue;
+      if (cursor < day) ranges.push([new Date(cursor), new Date(day)]);
+      cursor = day + DAY_MS;
+    }
+    if (cursor < to.getTime()) ranges.push([new Date(cursor), to]);
+    const [raw, rolled, rolledLatency] = await Promise.all([
+      repo.rawDays(workspaceId, ranges),
+      repo.rollupDays(workspaceId, dayKey(first), dayKey(end)),
+      repo.rollupLatency(workspaceId, [...clean.keys()]),
+    ]);
+    const total = emptyDay();
+    mergeInto(total.latency, rolledLatency);
+    const series = new Map<number, RunAggregate>();
+    for (const [day, percentiles] of clean) {
+      const { latency: _none, ...sums } = rolled.get(day) ?? emptyDay();
+      addDay(total, { ...sums, latency: new Map() });
+      series.set(Date.parse(day), { ...sums, ...percentiles });
+    }
+    for (const [day, { latency, latency_p50_ms, latency_p95_ms, ...sums }] of raw) {
+      addDay(total, { ...sums, latency });
+      series.set(Date.parse(day), {
+        ...sums,
+        latency_p50_ms: latency_p50_ms ?? null,
+        latency_p95_ms: latency_p95_ms ?? null,
+      });
+    }
+    return { totals: fromDay(total), series, rolled: clean.size };
+  }
 
   /** The window a query names: defaults, and a 400 naming the field for one that cannot be read. */
   function windowOf(query: AnalyticsQuery): AnalyticsWindow {
@@ -105,9 +198,10 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
       const window = windowOf(query);
       const { from, to, bucket } = window;
       const ws = caller.workspaceId;
+      const planned = bucket === 'day' ? await plannedDays(ws, from, to) : undefined;
       const [totals, runSeries, chatSeries] = await Promise.all([
-        repo.runTotals(ws, from, to),
-        repo.runSeries(ws, from, to, bucket),
+        planned ? planned.totals : repo.runTotals(ws, from, to),
+        planned ? planned.series : repo.runSeries(ws, from, to, bucket),
         repo.chatSeries(ws, from, to, bucket),
       ]);
       const chatTotals = [...chatSeries.values()].reduce(
@@ -124,7 +218,38 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
           start: new Date(start),
           ...runFigures(runSeries.get(start), chatSeries.get(start)),
         })),
+        rollup_days: planned?.rolled ?? 0,
       };
+    },
+
+    /**
+     * The rollup job's work: for every workspace, computes each closed UTC day (over for
+     * `ROLLUP_GRACE_MS`) after its latest rolled-up day (from the day of its first run, at
+     * most `MAX_RANGE_DAYS` back) and every dirty day again, one workspace-day per
+     * transaction. Idempotent, so two processes doing it at once only repeat work. Answers
+     * how many days it computed.
+     */
+    async rollup(signal?: AbortSignal): Promise<number> {
+      const now = clock().getTime();
+      const closedEnd = floorDay(now - ROLLUP_GRACE_MS);
+      const oldest = floorDay(now) - MAX_RANGE_DAYS * DAY_MS;
+      let computed = 0;
+      for (const workspaceId of await repo.workspaceIds()) {
+        const state = await repo.rollupState(workspaceId);
+        const days = new Set(state.dirty.filter((day) => Date.parse(day) < closedEnd));
+        const start = state.last
+          ? Date.parse(state.last) + DAY_MS
+          : state.firstRunAt
+            ? floorDay(state.firstRunAt.getTime())
+            : closedEnd;
+        for (let day = Math.max(start, oldest); day < closedEnd; day += DAY_MS) days.add(dayKey(day));
+        for (const day of [...days].sort()) {
+          if (signal?.aborted) return computed;
+          await inTransaction(deps.db, (tx) => createAnalyticsRepository(tx).computeDay(workspaceId, day));
+          computed += 1;
+        }
+      }
+      return computed;
     },
 
     /** Cost by provider, model, agent (from run steps) and workflow (from runs), and a series. */
