@@ -166,7 +166,7 @@ function valueInfo(field: 11 | 12, name: string, elemType: number, dims: (string
 
 function onnxModel(table: number[][]): Buffer {
   const weights = Buffer.alloc(table.length * HIDDEN * 4);
-  table.flat().forEach((value, index) => weights.writeFloatLE(value, index * 4));
+  for (const [index, value] of table.flat().entries()) weights.writeFloatLE(value, index * 4);
   const initializer = bytes(5, [
     num(1, table.length),
     num(1, HIDDEN),
