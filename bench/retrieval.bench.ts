@@ -19,7 +19,9 @@
  * bench/embedding-server.ts), which starts the loopback server of a model shipped in an npm
  * package as a child process and points the provider at it. The provider is configured in
  * the workspace's provider settings, with `refuse_private_networks` off so the address guard
- * admits loopback. BENCH_HYBRID_WEIGHTS=`<keyword>,<vector>` also runs hybrid with those arm
+ * admits loopback. Or BENCH_LOCAL_MODEL=<folder> with EMBEDDING_MODELS_DIR: the platform's
+ * `local` provider runs that model folder with transformers.js (docs/retrieval.md).
+ * BENCH_HYBRID_WEIGHTS=`<keyword>,<vector>` also runs hybrid with those arm
  * weights, and `tuned` with the weights of the best training-claims nDCG@10 over the grid of
  * `--tune` (run first, in the same process), never chosen on the test claims.
  *
@@ -430,9 +432,11 @@ async function quality(engine: string) {
     return console.log(`${engine}: no server answered, skipped`);
   }
   try {
-    const embedding = endpoint
-      ? await configureEmbedding(service, endpoint)
-      : { provider: 'none', model: 'none' };
+    const embedding = process.env.BENCH_LOCAL_MODEL
+      ? { provider: 'local', model: process.env.BENCH_LOCAL_MODEL }
+      : endpoint
+        ? await configureEmbedding(service, endpoint)
+        : { provider: 'none', model: 'none' };
     const source = await api<{ id: string }>(
       service,
       'POST',

@@ -20,6 +20,16 @@ describe('loadConfig', () => {
     expect(config.auth).toMatchObject({ mode: 'dev', algorithms: ['EdDSA'] });
   });
 
+  it('takes an absolute EMBEDDING_MODELS_DIR, resolved, and refuses a relative one', () => {
+    expect(loadConfig({}).embeddingModelsDir).toBeUndefined();
+    expect(loadConfig({ EMBEDDING_MODELS_DIR: '/srv/models/../models' }).embeddingModelsDir).toBe(
+      '/srv/models',
+    );
+    expect(problems({ EMBEDDING_MODELS_DIR: 'models' })).toEqual([
+      'EMBEDDING_MODELS_DIR must be an absolute path (got "models")',
+    ]);
+  });
+
   it('bounds the wait for PGlite: 300 ms and 256 waiting by default, both settable and checked', () => {
     expect(loadConfig({}).database).toMatchObject({ queueTimeoutMs: 300, queueMax: 256 });
     expect(loadConfig({ DB_QUEUE_TIMEOUT_MS: '50', DB_QUEUE_MAX: '8' }).database).toMatchObject({

@@ -83,6 +83,11 @@ export interface Config {
    */
   sourcesRoot?: string;
   /**
+   * `EMBEDDING_MODELS_DIR`: the folder of local embedding models (absolute, resolved); a source
+   * whose embedding provider is `local` names a model folder under it. Absent, no local model.
+   */
+  embeddingModelsDir?: string;
+  /**
    * `METRICS_TOKEN`: the bearer token `GET /metrics` asks for; absent, only loopback clients
    * are answered (a scraper on the same host or behind a local agent).
    */
@@ -192,6 +197,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const sourcesRoot =
     sourcesRootText && path.isAbsolute(sourcesRootText) ? path.resolve(sourcesRootText) : undefined;
+  const modelsDirText = env.EMBEDDING_MODELS_DIR?.trim() || undefined;
+  if (modelsDirText !== undefined && !path.isAbsolute(modelsDirText)) {
+    problems.push(`EMBEDDING_MODELS_DIR must be an absolute path (got "${modelsDirText}")`);
+  }
+  const embeddingModelsDir =
+    modelsDirText && path.isAbsolute(modelsDirText) ? path.resolve(modelsDirText) : undefined;
   const uploadMaxBytes = int('UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024);
   const codegraphSyncMaxBytes = int('CODEGRAPH_SYNC_MAX_BYTES', 2 * 1024 * 1024, 0, 1024 * 1024 * 1024);
 
@@ -212,6 +223,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     platformAdmins,
     vaultAllowLoopback,
     ...(sourcesRoot ? { sourcesRoot } : {}),
+    ...(embeddingModelsDir ? { embeddingModelsDir } : {}),
     ...(env.METRICS_TOKEN?.trim() ? { metricsToken: env.METRICS_TOKEN.trim() } : {}),
     uploadMaxBytes,
     codegraphSyncMaxBytes,

@@ -54,6 +54,7 @@ import { createPlaybooksService } from './modules/playbooks/playbooks.service.ts
 import { createPoliciesService } from './modules/policies/policies.service.ts';
 import { createModelGateway } from './modules/providers/ai-gateway.ts';
 import { createProvidersService } from './modules/providers/providers.service.ts';
+import { createLocalModels } from './modules/retrieval/local-models.ts';
 import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
 import { createRunEngine } from './modules/runs/run-engine.ts';
 import { createRunLog } from './modules/runs/run-log.ts';
@@ -186,6 +187,7 @@ export async function createServices(config: Config, database: Database, options
     models: modelGateway,
     settings,
     credentials,
+    localModels: createLocalModels(config.embeddingModelsDir),
     keywordOnly: (caller) => flags.enabled(caller, 'search.keyword_only'),
     onStatsError: (error) =>
       log.warn({ err: error }, 'search counts could not be written; kept for the next try'),

@@ -87,8 +87,17 @@ export type ChunkingSettings = Static<typeof ChunkingSettingsSchema>;
 /** Which embedding model turns chunks into vectors; provider `none` indexes keywords only. */
 export const EmbeddingSettingsSchema = Type.Object(
   {
-    provider: Type.String({ minLength: 1, maxLength: 100, description: '`none` for keyword search only' }),
-    model: Type.String({ minLength: 1, maxLength: 255 }),
+    provider: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description:
+        '`none` for keyword search only, `local` for a model folder under the server’s EMBEDDING_MODELS_DIR, or the id of an `openai_compatible` provider of the workspace',
+    }),
+    model: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'the model name; for `local`, the model folder relative to EMBEDDING_MODELS_DIR',
+    }),
   },
   { additionalProperties: false },
 );

@@ -2,6 +2,7 @@ import { AppError, type FieldError, invalidFields } from '../../errors.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { ModelGateway } from '../providers/providers.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
+import { LOCAL_EMBEDDING, type LocalModels } from './local-models.ts';
 
 /** Which model embeds a source's chunks: a provider id and its model name. */
 export interface EmbeddingSettings {
@@ -52,11 +53,14 @@ export interface EmbeddingDependencies {
   settings: Pick<SettingsService, 'get'>;
   /** Checks a provider's credential still exists (no decryption). */
   credentials: Pick<CredentialsService, 'get'>;
+  /** Model folders under EMBEDDING_MODELS_DIR (provider `local`); absent, none. */
+  localModels?: LocalModels;
 }
 
 /**
  * Resolves embedding settings to an `Embedder`: `none` to no embedder (keyword search only),
- * a built-in model, or a provider of the workspace's provider settings whose kind is
+ * `local` to a model folder under EMBEDDING_MODELS_DIR run with transformers.js
+ * (local-models.ts), a built-in model, or a provider of the workspace's provider settings whose kind is
  * `openai_compatible` (OpenAI, Ollama, vLLM, ...), called through the model gateway, which
  * reads its key from the vault per call and sends every request through the address guard.
  */
@@ -65,6 +69,13 @@ export function createEmbeddings(deps: EmbeddingDependencies) {
   async function problems(workspaceId: string, embedding: EmbeddingSettings, field: string) {
     const errors: FieldError[] = [];
     if (embedding.provider === NO_EMBEDDING) return errors;
+    if (embedding.provider === LOCAL_EMBEDDING) {
+      const problem = deps.localModels
+        ? await deps.localModels.problem(embedding.model)
+        : { field: 'provider', message: 'needs local models, which this service does not run' };
+      if (problem) errors.push({ field: `${field}.${problem.field}`, message: problem.message });
+      return errors;
+    }
     const builtin = BUILTIN_EMBEDDERS[embedding.provider];
     if (builtin) {
       if (!builtin.models.includes(embedding.model)) {
@@ -78,7 +89,12 @@ export function createEmbeddings(deps: EmbeddingDependencies) {
     const settings = await deps.settings.get(workspaceId, 'providers');
     const provider = settings.providers.find((candidate) => candidate.id === embedding.provider);
     if (!provider) {
-      const known = [NO_EMBEDDING, ...Object.keys(BUILTIN_EMBEDDERS), ...settings.providers.map((p) => p.id)];
+      const known = [
+        NO_EMBEDDING,
+        ...(deps.localModels?.configured ? [LOCAL_EMBEDDING] : []),
+        ...Object.keys(BUILTIN_EMBEDDERS),
+        ...settings.providers.map((p) => p.id),
+      ];
       errors.push({
         field: `${field}.provider`,
         message: `is not a configured provider (known: ${known.join(', ')})`,
@@ -106,6 +122,23 @@ export function createEmbeddings(deps: EmbeddingDependencies) {
     return errors;
   }
 
+  /** A model folder under EMBEDDING_MODELS_DIR, in batches of EMBED_BATCH through the worker. */
+  function localEmbedder(folder: string): Embedder {
+    return {
+      model: `${LOCAL_EMBEDDING}/${folder}`,
+      async embed(texts, signal) {
+        const models = deps.localModels;
+        if (!models)
+          throw new AppError(502, 'provider_error', `${this.model}: this service runs no local models`);
+        const vectors: number[][] = [];
+        for (let start = 0; start < texts.length; start += EMBED_BATCH) {
+          vectors.push(...(await models.embed(folder, texts.slice(start, start + EMBED_BATCH), signal)));
+        }
+        return checkVectors(vectors, texts.length, this.model);
+      },
+    };
+  }
+
   return {
     /** Throws a 400 naming `body.embedding.*` when the settings cannot embed. */
     async validate(workspaceId: string, embedding: EmbeddingSettings): Promise<void> {
@@ -116,6 +149,7 @@ export function createEmbeddings(deps: EmbeddingDependencies) {
     /** The embedder of these settings; undefined for `none`. */
     embedder(workspaceId: string, embedding: EmbeddingSettings, userId?: string): Embedder | undefined {
       if (embedding.provider === NO_EMBEDDING) return undefined;
+      if (embedding.provider === LOCAL_EMBEDDING) return localEmbedder(embedding.model);
       const builtin = BUILTIN_EMBEDDERS[embedding.provider];
       if (builtin) return builtin.create(embedding.model);
       return {

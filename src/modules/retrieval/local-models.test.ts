@@ -1,0 +1,54 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeTinyEmbeddingModel } from '../../../tests/helpers/tiny-embedding-model.ts';
+import { createLocalModels } from './local-models.ts';
+
+/** Model folders run in the worker: vectors, the pipeline cache, and failures that name no server path. */
+const root = mkdtempSync(path.join(tmpdir(), 'local-models-'));
+const models = createLocalModels(root);
+
+beforeAll(async () => {
+  await writeTinyEmbeddingModel(path.join(root, 'tiny'));
+  await writeTinyEmbeddingModel(path.join(root, 'broken'));
+  writeFileSync(path.join(root, 'broken', 'onnx', 'model.onnx'), 'not an onnx graph');
+  mkdirSync(path.join(root, 'quantized', 'onnx'), { recursive: true });
+});
+afterAll(async () => {
+  await models.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('createLocalModels', () => {
+  it('embeds texts into normalised vectors, one per text, in order', async () => {
+    const vectors = await models.embed('tiny', ['the car engine', 'bread in the oven', 'car']);
+    expect(vectors).toHaveLength(3);
+    for (const vector of vectors) {
+      expect(vector).toHaveLength(8);
+      expect(Math.hypot(...vector)).toBeCloseTo(1, 5);
+    }
+    const dot = (a: number[], b: number[]) => a.reduce((sum, value, i) => sum + value * (b[i] ?? 0), 0);
+    const [engine, bread, car] = vectors as [number[], number[], number[]];
+    expect(dot(engine, car)).toBeGreaterThan(0.9);
+    expect(dot(bread, car)).toBeLessThan(0.1);
+    expect(await models.embed('tiny', [])).toEqual([]);
+  });
+
+  it('fails a folder whose weights do not load with provider_error, naming no server path', async () => {
+    const failure = await models.embed('broken', ['car']).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ status: 502, code: 'provider_error' });
+    expect(String((failure as Error).message)).toContain('local/broken');
+    expect(String((failure as Error).message)).not.toContain(root);
+    // The worker survives a failed folder.
+    expect(await models.embed('tiny', ['car'])).toHaveLength(1);
+  });
+
+  it('says what is wrong with a folder name', async () => {
+    expect(await models.problem('tiny')).toBeUndefined();
+    expect(await models.problem('quantized')).toMatchObject({ field: 'model' });
+    expect(await models.problem('../tiny')).toMatchObject({ field: 'model' });
+    expect(await models.problem('.hidden')).toMatchObject({ field: 'model' });
+    expect(await createLocalModels(undefined).problem('tiny')).toMatchObject({ field: 'provider' });
+  });
+});
