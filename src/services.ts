@@ -99,7 +99,11 @@ export async function createServices(config: Config, database: Database, options
   const settings = createSettingsService(db);
   // The workspace audit trail: every administrative change below records into it, in the
   // change's transaction. Its export merges in the vault's credential records (created below).
-  const audit = createAuditService({ db, vault: () => credentials });
+  const audit = createAuditService({
+    db,
+    vault: () => credentials,
+    platformAdmins: new Set(config.platformAdmins),
+  });
   const log = options.log ?? createLogger(config.logLevel);
   // Jobs and events: on Redis when REDIS_URL is set (any number of processes), else in-process.
   const redis = config.redis ? createRedisConnection({ url: config.redis.url, log }) : undefined;
@@ -320,6 +324,7 @@ export async function createServices(config: Config, database: Database, options
       platformAdmins: new Set(config.platformAdmins),
       onChange: (change) =>
         log.info({ user_id: change.userId, version: change.version }, 'CORS settings changed'),
+      audit,
     }),
     eventHub,
     activity,

@@ -142,7 +142,7 @@ describe(`a ${RECORDS}-record export`, () => {
   it('stops reading when the client goes away', async () => {
     const gone = new AbortController();
     const chunks = t.services.audit.export(
-      { workspaceId: owner.workspaceId },
+      { workspaceId: owner.workspaceId, userId: owner.userId },
       { format: 'jsonl' },
       gone.signal,
     );

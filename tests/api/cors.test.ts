@@ -229,4 +229,40 @@ describe('CORS settings', () => {
       ).toBeNull();
     },
   );
+
+  it('records each change in the platform audit trail, which only platform operators read', async () => {
+    const bob = await t.newWorkspace();
+    const before = (await t.call(t.owner, 'GET', '/api/settings/audit/info?scope=platform')).json();
+    expect((await putCors({ origins: ['https://audited.example.com'], max_age: 120 })).statusCode).toBe(200);
+    const info = await t.call(t.owner, 'GET', '/api/settings/audit/info?scope=platform');
+    expect(info.statusCode, info.body).toBe(200);
+    expect(info.json().by_action['cors.updated']).toBe((before.by_action['cors.updated'] ?? 0) + 1);
+    expect(info.json().chain.verified).toBe(true);
+    const exported = await t.call(t.owner, 'POST', '/api/settings/audit/export', {
+      scope: 'platform',
+      format: 'jsonl',
+      actions: ['cors.updated'],
+    });
+    const last = exported.body
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .at(-1);
+    expect(last).toMatchObject({
+      action: 'cors.updated',
+      target: { type: 'cors', id: 'platform' },
+      changes: { origins: { new: ['https://audited.example.com'] }, max_age: { new: 120 } },
+    });
+    // Not the workspace's trail, and not for anyone else.
+    const own = await t.call(t.owner, 'GET', '/api/settings/audit/info');
+    expect(own.json().by_action['cors.updated']).toBeUndefined();
+    const refused = await t.call(bob, 'GET', '/api/settings/audit/info?scope=platform');
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().code).toBe('platform_admin_required');
+    const refusedExport = await t.call(bob, 'POST', '/api/settings/audit/export', {
+      scope: 'platform',
+      format: 'csv',
+    });
+    expect(refusedExport.statusCode).toBe(403);
+  });
 });

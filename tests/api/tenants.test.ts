@@ -270,5 +270,25 @@ describe('tenant settings', () => {
     ).json();
     expect(mine.items.map((w: { id: string }) => w.id)).not.toContain(full.workspaces[0]?.id);
     expect((await del('?confirm=Full')).statusCode).toBe(404);
+
+    // The deletion is in the platform trail (the workspaces' own trails went with them).
+    const exported = await t.call(t.owner, 'POST', '/api/settings/audit/export', {
+      scope: 'platform',
+      format: 'jsonl',
+      actions: ['tenant.deleted'],
+    });
+    expect(exported.statusCode, exported.body).toBe(200);
+    const deleted = exported.body
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line))
+      .find((entry) => entry.target.id === full.id);
+    expect(deleted).toMatchObject({
+      action: 'tenant.deleted',
+      actor: { id: alice.userId },
+      changes: { name: { old: 'Full', new: null }, workspaces_removed: { old: [full.workspaces[0]?.id] } },
+    });
+    const info = await t.call(t.owner, 'GET', '/api/settings/audit/info?scope=platform');
+    expect(info.json().chain.verified).toBe(true);
   });
 });

@@ -1,4 +1,16 @@
-import { bigint, bigserial, index, jsonb, pgTable, timestamp, uuid, varchar } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  bigserial,
+  check,
+  index,
+  jsonb,
+  pgTable,
+  smallint,
+  timestamp,
+  uuid,
+  varchar,
+} from 'drizzle-orm/pg-core';
 import { workspaces } from './workspaces.ts';
 
 /** Who made an audited change: a user by token, a user through an API key, or the platform. */
@@ -13,9 +25,8 @@ export const auditRecords = pgTable(
   'audit_records',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
-    workspace_id: uuid('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    /** The workspace whose trail it is; null in the platform trail (CORS, tenant deletions). */
+    workspace_id: uuid('workspace_id').references(() => workspaces.id, { onDelete: 'cascade' }),
     created_at: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
     actor_id: varchar('actor_id', { length: 255 }).notNull(),
     actor_kind: varchar('actor_kind', { length: 20 }).$type<AuditActorKind>().notNull(),
@@ -45,3 +56,18 @@ export const auditChainHeads = pgTable('audit_chain_heads', {
   hash: varchar('hash', { length: 64 }).notNull(),
   last_id: bigint('last_id', { mode: 'number' }),
 });
+
+/**
+ * The head of the platform trail: changes that belong to no workspace (the CORS policy, a
+ * tenant deleted with its workspaces and so with their trails). One row, locked like a
+ * workspace's head.
+ */
+export const auditPlatformHead = pgTable(
+  'audit_platform_head',
+  {
+    id: smallint('id').primaryKey().default(1),
+    hash: varchar('hash', { length: 64 }).notNull(),
+    last_id: bigint('last_id', { mode: 'number' }),
+  },
+  (t) => [check('audit_platform_head_single_row', sql`${t.id} = 1`)],
+);

@@ -24,7 +24,8 @@ export const OCSF_VERSION = '1.3.0';
 /** A stored record of the workspace trail (the columns of `audit_records`). */
 export interface AuditRecord {
   id: number;
-  workspace_id: string;
+  /** null in the platform trail. */
+  workspace_id: string | null;
   created_at: Date;
   actor_id: string;
   actor_kind: 'user' | 'api_key' | 'system';

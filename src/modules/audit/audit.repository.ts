@@ -1,5 +1,5 @@
-import { and, asc, count, eq, gt, gte, inArray, lt, max, min, sql } from 'drizzle-orm';
-import { auditChainHeads, auditRecords } from '../../db/schema/audit.ts';
+import { and, asc, count, eq, gt, gte, inArray, isNull, lt, max, min, sql } from 'drizzle-orm';
+import { auditChainHeads, auditPlatformHead, auditRecords } from '../../db/schema/audit.ts';
 import type { Db } from '../../db/transaction.ts';
 
 /** A stored record of the workspace trail. */
@@ -17,7 +17,14 @@ export interface AuditRangeQuery {
   limit: number;
 }
 
-/** Data access for the workspace audit trail and the heads of its chains. */
+/** Which trail: a workspace's (its id), or the platform's (null). */
+export type Trail = string | null;
+
+/** The records of one trail. */
+const trailIs = (trail: Trail) =>
+  trail === null ? isNull(auditRecords.workspace_id) : eq(auditRecords.workspace_id, trail);
+
+/** Data access for the audit trails (each workspace's and the platform's) and their chain heads. */
 export function createAuditRepository(db: Db) {
   return {
     /**
@@ -25,10 +32,18 @@ export function createAuditRepository(db: Db) {
      * answers the newest hash ('' for an empty chain). An upsert, so the first writer creates
      * the row and every later writer queues on it; the value read is the latest committed one.
      */
-    async lockHead(workspaceId: string): Promise<string> {
+    async lockHead(trail: Trail): Promise<string> {
+      if (trail === null) {
+        const [row] = await db
+          .insert(auditPlatformHead)
+          .values({ id: 1, hash: '' })
+          .onConflictDoUpdate({ target: auditPlatformHead.id, set: { id: sql`excluded.id` } })
+          .returning({ hash: auditPlatformHead.hash });
+        return row?.hash ?? '';
+      }
       const [row] = await db
         .insert(auditChainHeads)
-        .values({ workspace_id: workspaceId, hash: '' })
+        .values({ workspace_id: trail, hash: '' })
         .onConflictDoUpdate({
           target: auditChainHeads.workspace_id,
           set: { workspace_id: sql`excluded.workspace_id` },
@@ -37,12 +52,13 @@ export function createAuditRepository(db: Db) {
       return row?.hash ?? '';
     },
 
-    /** The workspace's chain head, if it ever recorded anything. */
-    async head(workspaceId: string) {
-      const [row] = await db
-        .select()
-        .from(auditChainHeads)
-        .where(eq(auditChainHeads.workspace_id, workspaceId));
+    /** The trail's chain head, if it ever recorded anything. */
+    async head(trail: Trail): Promise<{ hash: string; last_id: number | null } | undefined> {
+      if (trail === null) {
+        const [row] = await db.select().from(auditPlatformHead);
+        return row;
+      }
+      const [row] = await db.select().from(auditChainHeads).where(eq(auditChainHeads.workspace_id, trail));
       return row;
     },
 
@@ -50,32 +66,37 @@ export function createAuditRepository(db: Db) {
     async append(record: NewAuditRow): Promise<AuditRow> {
       const [row] = await db.insert(auditRecords).values(record).returning();
       const inserted = row as AuditRow;
-      await db
-        .update(auditChainHeads)
-        .set({ hash: inserted.hash, last_id: inserted.id })
-        .where(eq(auditChainHeads.workspace_id, record.workspace_id));
+      const trail = record.workspace_id ?? null;
+      if (trail === null) {
+        await db.update(auditPlatformHead).set({ hash: inserted.hash, last_id: inserted.id });
+      } else {
+        await db
+          .update(auditChainHeads)
+          .set({ hash: inserted.hash, last_id: inserted.id })
+          .where(eq(auditChainHeads.workspace_id, trail));
+      }
       return inserted;
     },
 
     /** The next records of the chain after `afterId`, in chain (id) order. */
-    chainBatch(workspaceId: string, afterId: number, limit: number): Promise<AuditRow[]> {
+    chainBatch(trail: Trail, afterId: number, limit: number): Promise<AuditRow[]> {
       return db
         .select()
         .from(auditRecords)
-        .where(and(eq(auditRecords.workspace_id, workspaceId), gt(auditRecords.id, afterId)))
+        .where(and(trailIs(trail), gt(auditRecords.id, afterId)))
         .orderBy(asc(auditRecords.id))
         .limit(limit);
     },
 
     /** The next records in a time range, by (time, id), after the last one read. */
-    rangeBatch(workspaceId: string, query: AuditRangeQuery): Promise<AuditRow[]> {
+    rangeBatch(trail: Trail, query: AuditRangeQuery): Promise<AuditRow[]> {
       const { after } = query;
       return db
         .select()
         .from(auditRecords)
         .where(
           and(
-            eq(auditRecords.workspace_id, workspaceId),
+            trailIs(trail),
             query.from ? gte(auditRecords.created_at, query.from) : undefined,
             query.to ? lt(auditRecords.created_at, query.to) : undefined,
             query.actions ? inArray(auditRecords.action, query.actions) : undefined,
@@ -90,7 +111,7 @@ export function createAuditRepository(db: Db) {
     },
 
     /** Record counts by action, with the oldest and newest time of each. */
-    summary(workspaceId: string) {
+    summary(trail: Trail) {
       return db
         .select({
           action: auditRecords.action,
@@ -99,7 +120,7 @@ export function createAuditRepository(db: Db) {
           newest: max(auditRecords.created_at),
         })
         .from(auditRecords)
-        .where(eq(auditRecords.workspace_id, workspaceId))
+        .where(trailIs(trail))
         .groupBy(auditRecords.action)
         .orderBy(asc(auditRecords.action));
     },

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { abortedWhenClientLeaves } from '../../http/client-gone.ts';
-import { AuditExportBody, AuditInfoSchema } from './audit.schemas.ts';
+import { AuditExportBody, AuditInfoQuery, AuditInfoSchema } from './audit.schemas.ts';
 import { type AuditService, exportFileName } from './audit.service.ts';
 
 const tags = ['Settings'];
@@ -23,11 +23,12 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ audit: AuditService }> = a
         tags,
         summary: 'Audit trail summary and verification',
         description:
-          'Admins and owners. Counts of the workspace’s audit records (in total and by action), the oldest and newest time, the retention, and whether the hash chain verifies: every record is re-hashed in order, in batches, and the first record that does not link or match its hash is named (first_broken_id).',
+          'Admins and owners. Counts of the workspace’s audit records (in total and by action), the oldest and newest time, the retention, and whether the hash chain verifies: every record is re-hashed in order, in batches, and the first record that does not link or match its hash is named (first_broken_id). With scope=platform, the same for the platform trail (changes that belong to no workspace), for platform operators only (403 platform_admin_required).',
+        querystring: AuditInfoQuery,
         response: { 200: AuditInfoSchema },
       },
     },
-    async (request) => audit.info(request.caller),
+    async (request) => audit.info(request.caller, request.query.scope),
   );
 
   app.post(
@@ -38,7 +39,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ audit: AuditService }> = a
         tags,
         summary: 'Export the audit trail',
         description:
-          'Admins and owners. Streams the workspace’s audit records oldest first, merged by time with the vault’s credential audit records (source vault, action credential.<action>), as JSON lines, CSV (RFC 4180, header row) or OCSF 1.x API Activity events (class_uid 6003). Optional time range (from inclusive, to exclusive) and action filter. Sent as an attachment; read from the database in batches as the client reads, so any size exports in bounded memory.',
+          'Admins and owners. Streams the workspace’s audit records oldest first, merged by time with the vault’s credential audit records (source vault, action credential.<action>), as JSON lines, CSV (RFC 4180, header row) or OCSF 1.x API Activity events (class_uid 6003). Optional time range (from inclusive, to exclusive) and action filter. Sent as an attachment; read from the database in batches as the client reads, so any size exports in bounded memory. With scope platform, the platform trail instead (platform operators only).',
         body: AuditExportBody,
         response: {
           200: {
@@ -58,7 +59,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ audit: AuditService }> = a
         .type(CONTENT_TYPES[format])
         .header(
           'content-disposition',
-          `attachment; filename="${exportFileName(request.caller.workspaceId, format, new Date())}"`,
+          `attachment; filename="${exportFileName(request.body.scope === 'platform' ? 'platform' : request.caller.workspaceId, format, new Date())}"`,
         )
         .header('cache-control', 'no-store');
       // A stream, sent as it is read: the schema documents the text the stream carries.

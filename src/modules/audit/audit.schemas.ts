@@ -24,8 +24,16 @@ export const AuditInfoSchema = Type.Object({
   }),
 });
 
+const Scope = StringEnum(['workspace', 'platform'] as const, {
+  description:
+    'workspace (default): the caller’s workspace; platform: changes that belong to no workspace (the CORS policy, tenants deleted with their workspaces), for platform operators only',
+});
+
+export const AuditInfoQuery = Type.Object({ scope: Type.Optional(Scope) }, { additionalProperties: false });
+
 export const AuditExportBody = Type.Object(
   {
+    scope: Type.Optional(Scope),
     format: StringEnum(['jsonl', 'csv', 'ocsf'] as const, {
       description:
         'jsonl: JSON lines; csv: RFC 4180 with a header row; ocsf: JSON lines of OCSF 1.x API Activity (class_uid 6003) events',

@@ -1,8 +1,8 @@
 import type { Caller } from '../../caller.ts';
 import type { Db } from '../../db/transaction.ts';
-import { invalid } from '../../errors.ts';
+import { forbidden, invalid } from '../../errors.ts';
 import { canonicalJson } from '../../lib/crypto/envelope.ts';
-import { type AuditRow, createAuditRepository } from './audit.repository.ts';
+import { type AuditRow, createAuditRepository, type Trail } from './audit.repository.ts';
 import {
   type AuditRecord,
   chainDigest,
@@ -65,12 +65,22 @@ export interface AuditDependencies {
   clock?: () => Date;
   /** Rows read per query while verifying or exporting (memory stays about this many rows). */
   batchSize?: number;
+  /** Users who may read the platform trail (`PLATFORM_ADMIN_USERS`). */
+  platformAdmins?: ReadonlySet<string>;
 }
 
 export type ExportFormat = 'jsonl' | 'csv' | 'ocsf';
 
+/** Which trail a reader asks for: the workspace's, or the platform's (changes of no workspace). */
+export type AuditScope = 'workspace' | 'platform';
+
+/** Who reads a trail: the workspace's admins, or for the platform trail a platform operator. */
+type Reader = Pick<Caller, 'workspaceId' | 'userId'>;
+
 /** `POST /settings/audit/export`. */
 export interface ExportInput {
+  /** `workspace` (default): the caller's workspace; `platform`: the platform trail (operators). */
+  scope?: AuditScope;
   format: ExportFormat;
   from?: string;
   to?: string;
@@ -192,12 +202,12 @@ export function createAuditService(deps: AuditDependencies) {
   const batchSize = deps.batchSize ?? 500;
 
   /** Walks the chain in id order, batch by batch: intact, or the first record that does not link. */
-  async function verify(workspaceId: string) {
+  async function verify(trail: Trail) {
     let prev = '';
     let checked = 0;
     let afterId = 0;
     for (;;) {
-      const rows = await repo.chainBatch(workspaceId, afterId, batchSize);
+      const rows = await repo.chainBatch(trail, afterId, batchSize);
       for (const row of rows) {
         if (row.prev_hash !== prev) {
           return {
@@ -221,7 +231,7 @@ export function createAuditService(deps: AuditDependencies) {
       }
       if (rows.length < batchSize) break;
     }
-    const head = await repo.head(workspaceId);
+    const head = await repo.head(trail);
     if (head && head.hash !== prev) {
       return {
         verified: false,
@@ -233,13 +243,26 @@ export function createAuditService(deps: AuditDependencies) {
     return { verified: true, checked };
   }
 
+  /** The trail `scope` names for `reader`; the platform trail is for platform operators only. */
+  function trailOf(reader: Reader, scope: AuditScope | undefined): Trail {
+    if (scope !== 'platform') return reader.workspaceId;
+    if (!deps.platformAdmins?.has(reader.userId)) {
+      throw forbidden(
+        'platform_admin_required',
+        'only platform operators (PLATFORM_ADMIN_USERS) may read the platform audit trail',
+      );
+    }
+    return null;
+  }
+
   return {
     /**
-     * Appends one record to the workspace's chain inside the caller's transaction, so it
+     * Appends one record to the workspace's chain (or, with `workspaceId` null, to the
+     * platform's) inside the caller's transaction, so it
      * commits (or rolls back) with the change it records. Takes the chain head's lock, which
      * queues concurrent writers of the same workspace until this transaction ends.
      */
-    async record(tx: Db, workspaceId: string, caller: RecordedBy, entry: AuditEntry): Promise<void> {
+    async record(tx: Db, workspaceId: string | null, caller: RecordedBy, entry: AuditEntry): Promise<void> {
       const txRepo = createAuditRepository(tx);
       const prevHash = await txRepo.lockHead(workspaceId);
       const fields = chainedFields({
@@ -258,8 +281,9 @@ export function createAuditService(deps: AuditDependencies) {
     },
 
     /** Counts, time span, retention and the chain's verification (streamed in batches). */
-    async info(caller: Pick<Caller, 'workspaceId'>) {
-      const rows = await repo.summary(caller.workspaceId);
+    async info(caller: Reader, scope?: AuditScope) {
+      const trail = trailOf(caller, scope);
+      const rows = await repo.summary(trail);
       const times = (pick: 'oldest' | 'newest') =>
         rows
           .map((row) => row[pick])
@@ -276,7 +300,7 @@ export function createAuditService(deps: AuditDependencies) {
           days: null,
           description: 'records are kept for the life of the workspace; nothing is pruned',
         },
-        chain: await verify(caller.workspaceId),
+        chain: await verify(trail),
       };
     },
 
@@ -285,11 +309,7 @@ export function createAuditService(deps: AuditDependencies) {
      * the vault's credential records merged by time. Reads one batch of each at a time and
      * only when the consumer asks for more (back-pressure); stops when `signal` aborts.
      */
-    export(
-      caller: Pick<Caller, 'workspaceId'>,
-      input: ExportInput,
-      signal?: AbortSignal,
-    ): AsyncGenerator<string> {
+    export(caller: Reader, input: ExportInput, signal?: AbortSignal): AsyncGenerator<string> {
       const from = input.from === undefined ? undefined : new Date(input.from);
       const to = input.to === undefined ? undefined : new Date(input.to);
       if (from && to && from >= to) throw invalid('body.to', 'must be after body.from');
@@ -298,7 +318,7 @@ export function createAuditService(deps: AuditDependencies) {
       const vaultActions = actions
         ?.filter((action) => action.startsWith(VAULT_PREFIX))
         .map((action) => action.slice(VAULT_PREFIX.length));
-      const workspaceId = caller.workspaceId;
+      const trail = trailOf(caller, input.scope);
       const limit = batchSize;
 
       const own =
@@ -306,20 +326,19 @@ export function createAuditService(deps: AuditDependencies) {
           ? none()
           : mapped(
               batches(
-                (after) =>
-                  repo.rangeBatch(workspaceId, { from, to, actions: workspaceActions, after, limit }),
+                (after) => repo.rangeBatch(trail, { from, to, actions: workspaceActions, after, limit }),
                 limit,
                 signal,
               ),
               fromWorkspace,
             );
       const vault =
-        vaultActions && vaultActions.length === 0
+        // The vault's records belong to a workspace: none in the platform trail.
+        trail === null || (vaultActions && vaultActions.length === 0)
           ? none()
           : mapped(
               batches(
-                (after) =>
-                  deps.vault().auditRange(workspaceId, { from, to, actions: vaultActions, after, limit }),
+                (after) => deps.vault().auditRange(trail, { from, to, actions: vaultActions, after, limit }),
                 limit,
                 signal,
               ),

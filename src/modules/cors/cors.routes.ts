@@ -34,6 +34,7 @@ export const corsRoutes: FastifyPluginAsyncTypebox<{ cors: CorsService }> = asyn
         response: { 200: CorsSettingsSchema },
       },
     },
-    async (request) => cors.put(request.userId, request.body),
+    async (request) =>
+      cors.put({ userId: request.userId, ipAddress: request.ip, requestId: request.id }, request.body),
   );
 };

@@ -1,5 +1,6 @@
-import type { Db } from '../../db/transaction.ts';
+import { type Db, inTransaction } from '../../db/transaction.ts';
 import { type FieldError, forbidden, invalidFields } from '../../errors.ts';
+import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import { type CorsRow, createCorsRepository } from './cors.repository.ts';
 import {
   CORS_METHODS,
@@ -31,6 +32,8 @@ export interface CorsDependencies {
   platformAdmins: ReadonlySet<string>;
   /** Where a change is logged (CORS has no workspace, so no activity feed to record it in). */
   onChange?: (change: { userId: string; version: number }) => void;
+  /** The platform audit trail (CORS belongs to no workspace): `cors.updated` with old and new values. */
+  audit?: AuditRecorder;
   now?: () => number;
 }
 
@@ -86,6 +89,11 @@ const fromRow = (row: CorsRow | undefined): Settings =>
       }
     : { ...CORS_DEFAULTS, version: null, updated_at: null, updated_by: null };
 
+/** What the audit trail compares between two versions of the policy. */
+const audited = ({ updated_at: _at, updated_by: _by, ...policy }: Settings): Record<string, unknown> => ({
+  ...policy,
+});
+
 /**
  * The platform's CORS settings (one policy, not per workspace: a preflight names no
  * workspace). Every request with an `Origin` asks `policyFor`, which answers from a cached
@@ -125,7 +133,8 @@ export function createCorsService(deps: CorsDependencies) {
      * `*` together with `credentials: true` is refused (browsers reject it, and it would hand
      * every site the caller's credentials).
      */
-    async put(userId: string, input: PutCorsInput): Promise<Settings> {
+    async put(who: RecordedBy, input: PutCorsInput): Promise<Settings> {
+      const { userId } = who;
       if (!deps.platformAdmins.has(userId)) {
         throw forbidden(
           'platform_admin_required',
@@ -157,7 +166,17 @@ export function createCorsService(deps: CorsDependencies) {
       if (repeated >= 0) problems.push({ field: `body.origins.${repeated}`, message: 'repeats an origin' });
       if (problems.length > 0) throw invalidFields(problems);
 
-      const row = await repo.put({ ...settings, updated_by: userId });
+      const row = await inTransaction(deps.db, async (tx) => {
+        const before = await createCorsRepository(tx).get();
+        const written = await createCorsRepository(tx).put({ ...settings, updated_by: userId });
+        await deps.audit?.record(tx, null, who, {
+          action: 'cors.updated',
+          targetType: 'cors',
+          targetId: 'platform',
+          changes: changesBetween(audited(fromRow(before)), audited(fromRow(written))),
+        });
+        return written;
+      });
       cached = undefined;
       deps.hub.publish(CORS_TOPIC, row.version);
       deps.onChange?.({ userId, version: row.version });

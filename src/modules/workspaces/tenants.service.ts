@@ -235,7 +235,23 @@ export function createTenantsService(deps: TenantsDependencies) {
           throw invalid('query.confirm', 'must be the tenant’s name exactly');
         }
         await txRepo.delete(id);
-        return { id, name: tenant.name, workspaces_removed: workspaces.map((workspace) => workspace.id) };
+        const removed = workspaces.map((workspace) => workspace.id);
+        // In the platform trail: the workspaces' own trails go with them.
+        await deps.audit?.record(
+          tx,
+          null,
+          { userId },
+          {
+            action: 'tenant.deleted',
+            targetType: 'tenant',
+            targetId: id,
+            changes: {
+              name: { old: tenant.name, new: null },
+              workspaces_removed: { old: removed, new: null },
+            },
+          },
+        );
+        return { id, name: tenant.name, workspaces_removed: removed };
       });
     },
   };
