@@ -253,7 +253,15 @@ async function traffic(id: string, conversations: string[]): Promise<Map<string,
 async function insertRuns(
   workspaceId: string,
   experimentId: string,
-  rows: { unit: string; variant: string; status: string; cost: number; duration: number }[],
+  rows: {
+    unit: string;
+    variant: string;
+    status: string;
+    cost: number;
+    duration: number;
+    /** Results found by each of the run's knowledge_search calls (none: no search). */
+    searches?: number[];
+  }[],
 ) {
   const plan = {
     goal: 'g',
@@ -265,6 +273,23 @@ async function insertRuns(
       'p', 1, x.variant, ${experimentId}, x.unit
       from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
         as x(unit text, variant text, status text, cost float8, duration int)`);
+  // Each run's knowledge_search calls, as the engine records them on its step.
+  const steps = rows
+    .filter((row) => row.searches && row.searches.length > 0)
+    .map((row) => ({
+      unit: row.unit,
+      calls: (row.searches ?? []).map((found, i) => ({
+        id: `call-${i}`,
+        name: 'knowledge_search',
+        input: { query: 'q' },
+        output: { results: Array.from({ length: found }, (_, n) => ({ title: `doc ${n}` })) },
+      })),
+    }));
+  if (steps.length === 0) return;
+  await t.rows(sql`insert into run_steps (run_id, workspace_id, position, kind, status, tool_calls)
+    select r.id, r.workspace_id, 0, 'agent', 'Completed', x.calls
+      from jsonb_to_recordset(${JSON.stringify(steps)}::jsonb) as x(unit text, calls jsonb)
+      join runs r on r.experiment_id = ${experimentId} and r.experiment_unit = x.unit`);
 }
 
 describe('A/B tests: POST /api/policy/abtest/set and GET /api/policy/abtest/get', () => {
@@ -326,6 +351,8 @@ describe('A/B tests: POST /api/policy/abtest/set and GET /api/policy/abtest/get'
         status: success ? 'Completed' : 'Failed',
         cost: 0.01,
         duration: 1000 + (k % 50),
+        // Two searches each: arm b's find something more often (3 of 4 against 1 of 2).
+        searches: variant === 'a' ? [k % 2, 1] : [k % 4 === 0 ? 0 : 2, 1],
       };
     });
     await insertRuns(alice.workspaceId, experiment.id, runs);
@@ -346,11 +373,11 @@ describe('A/B tests: POST /api/policy/abtest/set and GET /api/policy/abtest/get'
     expect(success.a).toBeLessThan(0.65);
     expect(success.b).toBeGreaterThan(0.85);
     expect(success.chance_to_win).toBeGreaterThan(0.95);
-    expect(results.metrics[3]).toMatchObject({
-      a: null,
-      b: null,
-      unavailable_reason: expect.stringContaining('search_stats'),
-    });
+    const hitRate = results.metrics[3];
+    expect(hitRate.unavailable_reason).toBeNull();
+    expect(hitRate.a).toBeCloseTo(0.75, 1);
+    expect(hitRate.b).toBeCloseTo(0.875, 1);
+    expect(hitRate.chance_to_win).toBeGreaterThan(0.95);
     expect(results.verdict.decision).toBe('treatment_wins');
 
     // Choosing the winner moves production to version 2 and ends the experiment.
@@ -377,6 +404,7 @@ describe('A/B tests: POST /api/policy/abtest/set and GET /api/policy/abtest/get'
     const set = await setTest(alice, {
       policy_a: { policy_id: 'ab-small', label: 'production' },
       policy_b: { policy_id: 'ab-small', label: 'latest' },
+      guardrail_metrics: ['retrieval_hit_rate'],
     });
     expect(set.statusCode, set.body).toBe(200);
     await traffic(
@@ -386,6 +414,10 @@ describe('A/B tests: POST /api/policy/abtest/set and GET /api/policy/abtest/get'
     const results = (await getTest(alice, 'ab-small', 'ab-small')).json();
     expect(results.units.a + results.units.b).toBe(40);
     expect(results.verdict.decision).toBe('insufficient_data');
+    // No run searched: no hit-rate, and the reason why instead of a number.
+    const hitRate = results.metrics.find((m: { metric: string }) => m.metric === 'retrieval_hit_rate');
+    expect(hitRate).toMatchObject({ a: null, b: null });
+    expect(hitRate.unavailable_reason).toContain('knowledge_search');
   });
 
   it('detects a sample ratio mismatch when assignment is skewed', async () => {

@@ -47,6 +47,16 @@ export interface PolicyRunData {
       sum_cost_runs: number;
     }[];
     durations: { variant: string | null; duration_ms: number | null }[];
+    /** Per variant: units that searched, and their `knowledge_search` calls (y) with a result (x). */
+    searches: {
+      variant: string;
+      units: number;
+      sum_x: number;
+      sum_y: number;
+      sum_xx: number;
+      sum_yy: number;
+      sum_xy: number;
+    }[];
   }>;
 }
 
@@ -115,7 +125,7 @@ type Metric = 'success_rate' | 'cost_per_run' | 'p95_latency' | 'retrieval_hit_r
 
 /** Why retrieval hit-rate has no per-variant value (docs/policies.md). */
 export const HIT_RATE_UNAVAILABLE =
-  'searches are counted per workspace, day and mode (search_stats), not per run or conversation, so they cannot be attributed to a variant';
+  'no knowledge_search call in the experiment’s finished runs: the hit-rate of an arm is the share of its runs’ knowledge_search calls that found at least one result';
 
 const HIGHER_IS_BETTER: Record<Metric, boolean> = {
   success_rate: true,
@@ -305,6 +315,18 @@ export function createPoliciesService(deps: PoliciesDependencies) {
         sum_xy: s ? s[`sum_${x}_runs`] : 0,
       };
     };
+    const searchArm = (variant: Variant): RatioArm => {
+      const { variant: _variant, ...sums } = data.searches.find((s) => s.variant === variant) ?? {
+        variant,
+        units: 0,
+        sum_x: 0,
+        sum_y: 0,
+        sum_xx: 0,
+        sum_yy: 0,
+        sum_xy: 0,
+      };
+      return sums;
+    };
     const durations = (variant: Variant) =>
       data.durations
         .filter((d) => d.variant === variant && d.duration_ms !== null)
@@ -330,7 +352,13 @@ export function createPoliciesService(deps: PoliciesDependencies) {
         comparison: compareQuantile(durations('a'), durations('b'), 0.95, { higher_is_better: false }),
         reason: null,
       },
-      retrieval_hit_rate: { comparison: none, reason: HIT_RATE_UNAVAILABLE },
+      retrieval_hit_rate:
+        data.searches.length === 0
+          ? { comparison: none, reason: HIT_RATE_UNAVAILABLE }
+          : {
+              comparison: compareRatio(searchArm('a'), searchArm('b'), { higher_is_better: true }),
+              reason: null,
+            },
     };
   }
 

@@ -48,6 +48,17 @@ export interface ExperimentSums {
   sum_cost_runs: number;
 }
 
+/** One variant's sums of a ratio metric over units (x over y per unit). */
+export interface RatioSums {
+  variant: string;
+  units: number;
+  sum_x: number;
+  sum_y: number;
+  sum_xx: number;
+  sum_yy: number;
+  sum_xy: number;
+}
+
 export interface RunFilter {
   workflow_id?: string;
   agent_id?: string;
@@ -338,6 +349,40 @@ export function createRunsRepository(db: Db) {
         sum_runs_sq: Number(row.sum_runs_sq),
         sum_success_runs: Number(row.sum_success_runs),
         sum_cost_runs: Number(row.sum_cost_runs),
+      }));
+    },
+
+    /**
+     * Per-variant sums over the units of an experiment for the retrieval hit-rate: per unit,
+     * x = `knowledge_search` calls of its finished runs that found at least one result, y =
+     * all its `knowledge_search` calls. Units that never searched are not in it.
+     */
+    async experimentSearchSums(workspaceId: string, experimentId: string): Promise<RatioSums[]> {
+      const result = await db.execute(sql`
+        with per_unit as (
+          select r.policy_variant as variant, r.experiment_unit as unit,
+                 count(*) filter (where jsonb_typeof(c.call -> 'output' -> 'results') = 'array'
+                   and jsonb_array_length(c.call -> 'output' -> 'results') > 0)::float8 as hits,
+                 count(*)::float8 as searches
+            from runs r
+            join run_steps s on s.run_id = r.id and s.workspace_id = r.workspace_id
+            cross join lateral jsonb_array_elements(s.tool_calls) as c(call)
+           where r.workspace_id = ${workspaceId} and r.experiment_id = ${experimentId}
+             and r.status in ('Completed', 'Failed', 'Cancelled')
+             and c.call ->> 'name' = 'knowledge_search'
+           group by 1, 2)
+        select variant, count(*)::int as units, sum(hits) as sum_x, sum(searches) as sum_y,
+               sum(hits * hits) as sum_xx, sum(searches * searches) as sum_yy,
+               sum(hits * searches) as sum_xy
+          from per_unit group by variant`);
+      return (result as unknown as { rows: Record<string, unknown>[] }).rows.map((row) => ({
+        variant: String(row.variant),
+        units: Number(row.units),
+        sum_x: Number(row.sum_x),
+        sum_y: Number(row.sum_y),
+        sum_xx: Number(row.sum_xx),
+        sum_yy: Number(row.sum_yy),
+        sum_xy: Number(row.sum_xy),
       }));
     },
 

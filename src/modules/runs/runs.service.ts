@@ -130,11 +130,12 @@ export function createRunsService(deps: RunsDependencies) {
   return {
     /** Per-variant sums over an experiment's units, and its run durations (docs/policies.md). */
     async experimentData(workspaceId: string, experimentId: string) {
-      const [sums, durations] = await Promise.all([
+      const [sums, durations, searches] = await Promise.all([
         repo.experimentSums(workspaceId, experimentId),
         repo.experimentDurations(workspaceId, experimentId),
+        repo.experimentSearchSums(workspaceId, experimentId),
       ]);
-      return { sums, durations };
+      return { sums, durations, searches };
     },
 
     /**
