@@ -349,8 +349,8 @@ export function createCodegraphRepository(db: Db) {
 }
 
 /**
- * The search as one statement, so callers and callees come from the same snapshot as the
- * hits (a re-index committing in between cannot mix two graphs).
+ * The search as one statement, so the active generation, the hits and their callers and
+ * callees come from one snapshot (a re-index committing in between cannot mix two graphs).
  *
  * Ranking, best first: the name is the query (case-sensitive, then not; a qualified name
  * `Class.method` counts), the name starts with it (shorter names first), the name is like it
@@ -393,7 +393,11 @@ function searchStatement(workspaceId: string, project: ProjectRow, query: Search
       from codegraph_symbols s
       where s.project_id = ${project.id}
         and s.workspace_id = ${workspaceId}
-        and s.generation = ${project.active_generation}
+        -- The active generation as this statement's snapshot sees it, not as an earlier read
+        -- did: a re-index activating its graph and removing the old one in between would
+        -- otherwise leave this search the old graph's half-removed rows.
+        and s.generation = (select p.active_generation from codegraph_projects p
+          where p.id = ${project.id} and p.workspace_id = ${workspaceId})
         ${kindFilter}
         and (
           lower(s.name) like ${prefix}
