@@ -13,7 +13,10 @@
  *
  * - `GET /api/analytics/overview` over the last 24 hours (hour buckets: raw either way),
  * - `GET /api/analytics/overview` over the last 90 days (day buckets: 89 rolled-up days),
- * - `GET /api/system/metrics` (its KPIs are always the last 24 hours: raw either way).
+ * - `GET /api/system/metrics` (its KPIs are always the last 24 hours: raw either way),
+ * - `GET /api/analytics/costs` and `/agents` over the last 24 hours and 90 days (their
+ *   breakdowns by provider, model, agent and workflow read the step and agent rollups for
+ *   whole days; every run has one or two agent steps, every fourth a merge step).
  *
  * Target (issue 11): p50 under 50 ms for the 24-hour and 90-day windows. BENCH_EXPLAIN=1
  * prints the PostgreSQL plans of the raw queries; BENCH_KEEP=1 keeps the database (its name
@@ -66,9 +69,10 @@ const percentile = (sorted: number[], q: number) =>
 
 try {
   const owner = 'bench-analytics';
-  const workspaces: string[] = [];
+  const workspaces: Array<{ id: string; tenantId: string }> = [];
   for (let i = 0; i < WORKSPACES; i += 1) {
-    workspaces.push((await services.workspaces.createWorkspace(owner, { name: `analytics ${i}` })).id);
+    const created = await services.workspaces.createWorkspace(owner, { name: `analytics ${i}` });
+    workspaces.push({ id: created.id, tenantId: created.tenant.id });
   }
   const devKey = services.devKey;
   if (!devKey) throw new Error('the benchmark uses development auth');
@@ -84,7 +88,7 @@ try {
     execution_policy: { mode: 'sequential', error_handling: 'stop', max_retries: 0, timeout_seconds: 900 },
   });
   let started = performance.now();
-  for (const workspace of workspaces) {
+  for (const { id: workspace } of workspaces) {
     // Run g is created (g / n) of the way back over DAYS days, so every hour has runs.
     await database.db.execute(sql`
       insert into runs (workspace_id, workflow_name, status, plan, agent_ids, cost, tokens_in, tokens_out,
@@ -97,8 +101,32 @@ try {
       from generate_series(1, ${perWorkspace}) g,
         lateral (select now() - (g::float8 / ${perWorkspace}) * interval '${sql.raw(String(DAYS))} days' as c) t`);
   }
+  // Every run gets one or two agent steps (four agents, three models) and every fourth a merge step.
+  for (const { id: workspace, tenantId } of workspaces) {
+    const caller = { userId: owner, workspaceId: workspace, tenantId };
+    const agentIds: string[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      agentIds.push((await services.agents.create(caller, { name: `agent ${i}` })).id);
+    }
+    await database.db.execute(sql`
+      insert into run_steps (run_id, workspace_id, position, kind, agent_id, agent_name, status, provider, model,
+        tokens_in, tokens_out, cost, latency_ms, started_at, finished_at)
+      select r.id, r.workspace_id, p, case when p = 2 then 'merge' else 'agent' end,
+        case when p = 2 then null else (${`{${agentIds.join(',')}}`}::uuid[])[1 + (n + p) % 4] end,
+        case when p = 2 then null else 'agent ' || ((n + p) % 4) end, 'Completed',
+        case when p = 2 then null when n % 3 = 0 then 'anthropic' else 'openai' end,
+        case when p = 2 then null when n % 3 = 0 then 'claude' when n % 3 = 1 then 'gpt-4o' else 'gpt-4o-mini' end,
+        r.tokens_in / 2, r.tokens_out / 2, r.cost / 2, 50 + (n * 7919) % 20000,
+        r.created_at, r.created_at + interval '400 milliseconds'
+      from (select id, workspace_id, tokens_in, tokens_out, cost, created_at,
+              row_number() over (order by created_at) as n
+            from runs where workspace_id = ${workspace}) r,
+        generate_series(0, 2) p
+      where p = 0 or (p = 1 and n % 2 = 0) or (p = 2 and n % 4 = 0)`);
+  }
   const loadSeconds = (performance.now() - started) / 1000;
   await database.db.execute(sql`analyze runs`);
+  await database.db.execute(sql`analyze run_steps`);
   console.log(
     `${(perWorkspace * WORKSPACES).toLocaleString('en')} runs written in ${loadSeconds.toFixed(1)} s`,
   );
@@ -111,9 +139,11 @@ try {
   const rollupSeconds = (performance.now() - started) / 1000;
   await database.db.execute(sql`analyze analytics_daily_runs`);
   await database.db.execute(sql`analyze analytics_rollup_days`);
+  await database.db.execute(sql`analyze analytics_daily_steps`);
+  await database.db.execute(sql`analyze analytics_daily_agents`);
   console.log(`${days} workspace-days rolled up in ${rollupSeconds.toFixed(1)} s`);
 
-  const workspace = workspaces[0] as string;
+  const workspace = workspaces[0]?.id as string;
   const headers = { authorization: `Bearer ${token}`, 'x-workspace-id': workspace };
   const now = Date.now();
   const iso = (t: number) => new Date(t).toISOString();
@@ -124,6 +154,16 @@ try {
       url: `/api/analytics/overview?from=${iso(now - 90 * DAY_MS)}&to=${iso(now)}&bucket=day`,
     },
     { name: 'system metrics (last 24 hours)', url: '/api/system/metrics' },
+    { name: 'costs, last 24 hours (hour buckets)', url: '/api/analytics/costs' },
+    {
+      name: 'costs, last 90 days (day buckets)',
+      url: `/api/analytics/costs?from=${iso(now - 90 * DAY_MS)}&to=${iso(now)}&bucket=day`,
+    },
+    { name: 'agents, last 24 hours', url: '/api/analytics/agents' },
+    {
+      name: 'agents, last 90 days',
+      url: `/api/analytics/agents?from=${iso(now - 90 * DAY_MS)}&to=${iso(now)}`,
+    },
   ];
 
   async function time(app: typeof rolled, url: string) {
@@ -145,10 +185,16 @@ try {
   for (const c of cases) {
     const withRollups = await time(rolled, c.url);
     const rawOnly = await time(raw, c.url);
-    const totals = (withRollups.body.totals ?? withRollups.body.runs) as Record<string, unknown>;
+    const totals = (withRollups.body.totals ?? withRollups.body.runs) as Record<string, unknown> | undefined;
+    const counted =
+      totals !== undefined
+        ? Number(totals.runs ?? totals.total ?? 0)
+        : Array.isArray(withRollups.body.by_workflow)
+          ? (withRollups.body.by_workflow as Array<{ runs: number }>).reduce((sum, g) => sum + g.runs, 0)
+          : (withRollups.body.items as Array<{ runs: number }>).reduce((sum, a) => sum + a.runs, 0);
     const line = `| ${c.name} | ${withRollups.body.rollup_days ?? '—'} | **${ms(withRollups.p50)}** | ${ms(
       withRollups.p99,
-    )} | ${ms(rawOnly.p50)} | ${ms(rawOnly.p99)} | ${Number(totals?.runs ?? totals?.total ?? 0).toLocaleString('en')} |`;
+    )} | ${ms(rawOnly.p50)} | ${ms(rawOnly.p99)} | ${counted.toLocaleString('en')} |`;
     rows.push(line);
   }
 
@@ -178,7 +224,9 @@ try {
       .map((l) => l.toFixed(2))
       .join(' ')}\n`,
   );
-  console.log('| request | rolled-up days | rollups p50 | rollups p99 | raw p50 | raw p99 | runs counted |');
+  console.log(
+    '| request | rolled-up days | rollups p50 | rollups p99 | raw p50 | raw p99 | runs counted (agents: agent-runs) |',
+  );
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const line of rows) console.log(line);
 } finally {

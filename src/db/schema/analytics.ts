@@ -61,6 +61,11 @@ export const analyticsRollupDays = pgTable(
     /** Finished (Completed or Failed) runs with a duration: the histogram's total. */
     latency_count: integer('latency_count').notNull().default(0),
     latency_hist: jsonb('latency_hist').$type<Record<string, number>>().notNull().default({}),
+    /**
+     * `agent` steps of the day's runs unfinished when it was computed: their busy time grows
+     * until they finish, so `/api/analytics/agents` reads such a day raw.
+     */
+    open_steps: integer('open_steps').notNull().default(0),
     /** The day's exact percentiles (`percentile_cont`), for day buckets of a series. */
     latency_p50_ms: doublePrecision('latency_p50_ms'),
     latency_p95_ms: doublePrecision('latency_p95_ms'),
@@ -69,4 +74,56 @@ export const analyticsRollupDays = pgTable(
     primaryKey({ columns: [t.workspace_id, t.day] }),
     index('analytics_rollup_days_dirty_idx').on(t.workspace_id, t.day).where(sql`${t.dirty}`),
   ],
+);
+
+/**
+ * Daily rollups of run steps for the cost breakdowns: one row per workspace, UTC day of the
+ * step's run's `created_at` (the same day as its run's figures), provider, model and agent (id
+ * and name as the step recorded them), with the step count and the token and cost sums. Written
+ * with the day's other rollups.
+ */
+export const analyticsDailySteps = pgTable(
+  'analytics_daily_steps',
+  {
+    workspace_id: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    day: date('day', { mode: 'string' }).notNull(),
+    provider: varchar('provider', { length: 100 }),
+    model: varchar('model', { length: 255 }),
+    agent_id: uuid('agent_id'),
+    agent_name: varchar('agent_name', { length: 255 }),
+    steps: integer('steps').notNull(),
+    tokens_in: bigint('tokens_in', { mode: 'number' }).notNull(),
+    tokens_out: bigint('tokens_out', { mode: 'number' }).notNull(),
+    cost: doublePrecision('cost').notNull(),
+  },
+  (t) => [index('analytics_daily_steps_workspace_day_idx').on(t.workspace_id, t.day)],
+);
+
+/**
+ * Daily rollups per agent of its `agent` steps (runs of the day it took part in, by outcome,
+ * steps, tokens, cost, busy time, and the histogram of the steps' `latency_ms`), for
+ * `/api/analytics/agents`. A run belongs to one day, so distinct-run counts add across days.
+ */
+export const analyticsDailyAgents = pgTable(
+  'analytics_daily_agents',
+  {
+    workspace_id: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    day: date('day', { mode: 'string' }).notNull(),
+    agent_id: uuid('agent_id').notNull(),
+    runs: integer('runs').notNull(),
+    completed: integer('completed').notNull(),
+    failed: integer('failed').notNull(),
+    steps: integer('steps').notNull(),
+    tokens_in: bigint('tokens_in', { mode: 'number' }).notNull(),
+    tokens_out: bigint('tokens_out', { mode: 'number' }).notNull(),
+    cost: doublePrecision('cost').notNull(),
+    /** The finished steps' time from start to finish. */
+    busy_ms: doublePrecision('busy_ms').notNull(),
+    latency_hist: jsonb('latency_hist').$type<Record<string, number>>().notNull().default({}),
+  },
+  (t) => [index('analytics_daily_agents_workspace_day_idx').on(t.workspace_id, t.day)],
 );

@@ -5,9 +5,9 @@
  * and starts from an index: runs by `runs_workspace_created_idx` (a run belongs to the
  * window it was created in), their steps by `run_steps_run_idx`, messages through their
  * conversations (`conversations_workspace_last_idx`: a conversation with a message in the
- * window has its last message at or after the window's start). Whole UTC days of runs are
- * also kept as daily rollups (`analytics_daily_runs`, this module's table), written by
- * `computeDay` and read by `rollupDays`.
+ * window has its last message at or after the window's start). Whole UTC days of runs and
+ * steps are also kept as daily rollups (`analytics_daily_runs`, `_steps` and `_agents`, this
+ * module's tables), written by `computeDay` and read by the `rollup*` and `rolled*` methods.
  */
 import { type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/transaction.ts';
@@ -44,10 +44,8 @@ export interface CostGroup {
   count: number;
 }
 
-export interface AgentAggregate {
-  agent_id: string;
-  name: string;
-  status: string;
+/** An agent's figures over the steps it ran (of one part of a window, or all of it). */
+export interface AgentStats {
   runs: number;
   completed: number;
   failed: number;
@@ -55,10 +53,17 @@ export interface AgentAggregate {
   input_tokens: number;
   output_tokens: number;
   cost: number;
-  latency_p50_ms: number | null;
-  latency_p95_ms: number | null;
   busy_ms: number;
+  /** Exact (`percentile_cont`), from raw steps only. */
+  latency_p50_ms?: number | null;
+  latency_p95_ms?: number | null;
+  /** The steps' `latency_ms` histogram. */
+  latency: Histogram;
 }
+
+/** A half-open time range [from, to). */
+export type Range = [Date, Date];
+export type CostBy = 'provider' | 'model' | 'agent';
 
 const RUN_COLUMNS = sql`count(*)::int as runs,
   (count(*) filter (where status = 'Completed'))::int as completed,
@@ -139,6 +144,111 @@ function dayFigures(sums: Raw[], buckets: Raw[]): Map<string, DayFigures> {
   return days;
 }
 
+/** `column` in any of `ranges`. */
+const inRanges = (column: SQL, ranges: Range[]) =>
+  sql`(${sql.join(
+    ranges.map(([from, to]) => sql`(${column} >= ${from} and ${column} < ${to})`),
+    sql` or `,
+  )})`;
+
+/** A list of `YYYY-MM-DD` days as SQL dates (for `day in (...)`). */
+const dayList = (days: string[]) =>
+  sql.join(
+    days.map((day) => sql`${day}::date`),
+    sql`, `,
+  );
+
+/**
+ * The step breakdowns' groups over steps `s`: by provider, by model (keyed by its provider: a
+ * model name is per provider) and by agent. `grouping(...)` tells the sets apart: it sets a bit
+ * for each listed column the row's set does not group by.
+ */
+const STEP_GROUPING_SETS = sql`grouping sets ((s.provider), (s.provider, s.model), (s.agent_id, s.agent_name))`;
+const STEP_GROUPS = sql`grouping(s.provider, s.model, s.agent_id) as grouping_set,
+  s.provider, s.model, s.agent_id::text as agent_id, s.agent_name`;
+/** `grouping_set` of each breakdown: (provider) 0b011, (provider, model) 0b001, (agent) 0b110. */
+const SET_OF: Record<number, CostBy> = { 3: 'provider', 1: 'model', 6: 'agent' };
+
+/** Cost groups of one pass over steps, by breakdown. */
+export type StepBreakdowns = Record<CostBy, CostGroup[]>;
+
+function stepBreakdowns(found: Raw[]): StepBreakdowns {
+  const breakdowns: StepBreakdowns = { provider: [], model: [], agent: [] };
+  for (const row of found) {
+    const by = SET_OF[num(row.grouping_set)];
+    if (!by) continue;
+    const text = (value: unknown) => (value as string | null) ?? null;
+    const [key, label] =
+      by === 'provider'
+        ? [text(row.provider), text(row.provider)]
+        : by === 'model'
+          ? [text(row.provider), text(row.model)]
+          : [text(row.agent_id), text(row.agent_name)];
+    breakdowns[by].push({
+      key,
+      label,
+      cost: num(row.cost),
+      input_tokens: num(row.input_tokens),
+      output_tokens: num(row.output_tokens),
+      count: num(row.count),
+    });
+  }
+  return breakdowns;
+}
+
+const costGroups = (found: Raw[]): CostGroup[] =>
+  found.map((row) => ({
+    key: (row.key as string | null) ?? null,
+    label: (row.label as string | null) ?? null,
+    cost: num(row.cost),
+    input_tokens: num(row.input_tokens),
+    output_tokens: num(row.output_tokens),
+    count: num(row.count),
+  }));
+
+/** An agent's run, outcome, step, token and cost sums over its steps `st`. */
+const AGENT_SUMS = sql`count(distinct run_id)::int as runs,
+  (count(distinct run_id) filter (where run_status = 'Completed'))::int as completed,
+  (count(distinct run_id) filter (where run_status = 'Failed'))::int as failed,
+  count(*)::int as steps,
+  coalesce(sum(tokens_in), 0)::float8 as input_tokens,
+  coalesce(sum(tokens_out), 0)::float8 as output_tokens,
+  coalesce(sum(cost), 0)::float8 as cost`;
+
+/** A stored histogram (`{"bucket": count}`), or a JSON array of them, merged into `into`. */
+function addHistograms(into: Histogram, stored: unknown): void {
+  const parsed = typeof stored === 'string' ? JSON.parse(stored) : stored;
+  for (const histogram of Array.isArray(parsed) ? parsed : [parsed]) {
+    for (const [bucket, count] of Object.entries((histogram ?? {}) as Record<string, number>)) {
+      into.set(Number(bucket), (into.get(Number(bucket)) ?? 0) + Number(count));
+    }
+  }
+}
+
+/** Per-agent rows (sums, and `latency_hist` or `latency_hists`) by agent id. */
+function agentStatsOf(found: Raw[]): Map<string, AgentStats> {
+  const agents = new Map<string, AgentStats>();
+  for (const row of found) {
+    const latency: Histogram = new Map();
+    addHistograms(latency, row.latency_hist ?? row.latency_hists);
+    agents.set(String(row.agent_id), {
+      runs: num(row.runs),
+      completed: num(row.completed),
+      failed: num(row.failed),
+      steps: num(row.steps),
+      input_tokens: num(row.input_tokens),
+      output_tokens: num(row.output_tokens),
+      cost: num(row.cost),
+      busy_ms: num(row.busy_ms),
+      ...('latency_p50_ms' in row
+        ? { latency_p50_ms: maybe(row.latency_p50_ms), latency_p95_ms: maybe(row.latency_p95_ms) }
+        : {}),
+      latency,
+    });
+  }
+  return agents;
+}
+
 /** Bucket start as epoch milliseconds (no driver-specific timestamp parsing). */
 const bucketStart = (bucket: Bucket, column: SQL) =>
   sql`(extract(epoch from date_trunc(${bucket}, ${column}, 'UTC')) * 1000)::float8`;
@@ -202,132 +312,144 @@ export function createAnalyticsRepository(db: Db) {
       );
     },
 
-    /** Cost per bucket of runs created in [from, to). */
-    async costSeries(
-      workspaceId: string,
-      from: Date,
-      to: Date,
-      bucket: Bucket,
-    ): Promise<Map<number, number>> {
+    /** Cost per bucket of runs created in any of `ranges` ([from, to) each). */
+    async costSeries(workspaceId: string, ranges: Range[], bucket: Bucket): Promise<Map<number, number>> {
+      if (ranges.length === 0) return new Map();
       const found = await rows(
         sql`select ${bucketStart(bucket, sql`created_at`)} as bucket, coalesce(sum(cost), 0)::float8 as cost
-            from runs where ${runsIn(workspaceId, from, to)} group by 1`,
+            from runs where workspace_id = ${workspaceId} and ${inRanges(sql`created_at`, ranges)} group by 1`,
       );
       return new Map(found.map((row) => [num(row.bucket), num(row.cost)]));
     },
 
     /**
-     * The steps of runs created in [from, to), grouped by `by`: their cost and tokens, and
-     * how many steps each group has.
+     * The steps of runs created in any of `ranges`, grouped by provider, by model and by agent
+     * in one pass (grouping sets): their cost and tokens, and how many steps each group has.
      */
-    async stepCosts(
-      workspaceId: string,
-      from: Date,
-      to: Date,
-      by: 'provider' | 'model' | 'agent',
-    ): Promise<CostGroup[]> {
-      // by model: the key is the provider, the label the model (a model name is per provider).
-      const key = by === 'agent' ? sql`s.agent_id::text` : sql`s.provider`;
-      const label = by === 'provider' ? sql`s.provider` : by === 'model' ? sql`s.model` : sql`s.agent_name`;
-      const found = await rows(sql`
-        select ${key} as key, ${label} as label,
-          coalesce(sum(s.cost), 0)::float8 as cost,
-          coalesce(sum(s.tokens_in), 0)::float8 as input_tokens,
-          coalesce(sum(s.tokens_out), 0)::float8 as output_tokens,
-          count(*)::int as count
-        from runs r join run_steps s on s.run_id = r.id
-        where r.workspace_id = ${workspaceId} and r.created_at >= ${from} and r.created_at < ${to}
-        group by 1, 2 order by 3 desc, 2 nulls last`);
-      return found.map((row) => ({
-        key: (row.key as string | null) ?? null,
-        label: (row.label as string | null) ?? null,
-        cost: num(row.cost),
-        input_tokens: num(row.input_tokens),
-        output_tokens: num(row.output_tokens),
-        count: num(row.count),
-      }));
+    async stepCosts(workspaceId: string, ranges: Range[]): Promise<StepBreakdowns> {
+      if (ranges.length === 0) return { provider: [], model: [], agent: [] };
+      return stepBreakdowns(
+        await rows(sql`select ${STEP_GROUPS}, coalesce(sum(s.cost), 0)::float8 as cost,
+            coalesce(sum(s.tokens_in), 0)::float8 as input_tokens,
+            coalesce(sum(s.tokens_out), 0)::float8 as output_tokens, count(*)::int as count
+          from runs r join run_steps s on s.run_id = r.id
+          where r.workspace_id = ${workspaceId} and ${inRanges(sql`r.created_at`, ranges)}
+          group by ${STEP_GROUPING_SETS}`),
+      );
     },
 
-    /** Runs created in [from, to) grouped by workflow (its name as the run recorded it). */
-    async workflowCosts(workspaceId: string, from: Date, to: Date): Promise<CostGroup[]> {
-      const found = await rows(sql`
-        select workflow_id::text as key, workflow_name as label,
-          coalesce(sum(cost), 0)::float8 as cost,
-          coalesce(sum(tokens_in), 0)::float8 as input_tokens,
-          coalesce(sum(tokens_out), 0)::float8 as output_tokens,
-          count(*)::int as count
-        from runs where ${runsIn(workspaceId, from, to)}
-        group by 1, 2 order by 3 desc, 2`);
+    /** `stepCosts` of the given rolled-up days, from their step rollups. */
+    async rolledStepCosts(workspaceId: string, days: string[]): Promise<StepBreakdowns> {
+      if (days.length === 0) return { provider: [], model: [], agent: [] };
+      return stepBreakdowns(
+        await rows(sql`select ${STEP_GROUPS}, sum(s.cost)::float8 as cost,
+            sum(s.tokens_in)::float8 as input_tokens, sum(s.tokens_out)::float8 as output_tokens,
+            sum(s.steps)::int as count
+          from analytics_daily_steps s
+          where s.workspace_id = ${workspaceId} and s.day in (${dayList(days)})
+          group by ${STEP_GROUPING_SETS}`),
+      );
+    },
+
+    /** Runs created in any of `ranges` grouped by workflow (its name as the run recorded it). */
+    async workflowCosts(workspaceId: string, ranges: Range[]): Promise<CostGroup[]> {
+      if (ranges.length === 0) return [];
+      return costGroups(
+        await rows(sql`
+          select workflow_id::text as key, workflow_name as label,
+            coalesce(sum(cost), 0)::float8 as cost,
+            coalesce(sum(tokens_in), 0)::float8 as input_tokens,
+            coalesce(sum(tokens_out), 0)::float8 as output_tokens,
+            count(*)::int as count
+          from runs where workspace_id = ${workspaceId} and ${inRanges(sql`created_at`, ranges)}
+          group by 1, 2`),
+      );
+    },
+
+    /** `workflowCosts` of the given rolled-up days, from their run rollups. */
+    async rolledWorkflowCosts(workspaceId: string, days: string[]): Promise<CostGroup[]> {
+      if (days.length === 0) return [];
+      return costGroups(
+        await rows(sql`
+          select workflow_id::text as key, workflow_name as label, sum(cost)::float8 as cost,
+            sum(tokens_in)::float8 as input_tokens, sum(tokens_out)::float8 as output_tokens,
+            sum(runs)::int as count
+          from analytics_daily_runs
+          where workspace_id = ${workspaceId} and day in (${dayList(days)})
+          group by 1, 2`),
+      );
+    },
+
+    /** Every agent of the workspace as it is now. */
+    async agentList(workspaceId: string): Promise<Array<{ agent_id: string; name: string; status: string }>> {
+      const found = await rows(sql`select id::text as agent_id, name, status from agents
+        where workspace_id = ${workspaceId}`);
       return found.map((row) => ({
-        key: (row.key as string | null) ?? null,
-        label: (row.label as string | null) ?? null,
-        cost: num(row.cost),
-        input_tokens: num(row.input_tokens),
-        output_tokens: num(row.output_tokens),
-        count: num(row.count),
+        agent_id: String(row.agent_id),
+        name: String(row.name),
+        status: String(row.status),
       }));
     },
 
     /**
-     * Every agent of the workspace with the steps it ran in runs created in [from, to): the
-     * runs it took part in and their outcome, tokens, cost, step latency, and its busy time
-     * (its steps' time clipped to the window; a step still running counts until `now`).
+     * Per agent, the `agent` steps it ran in runs created in any of `ranges`: the runs it took
+     * part in and their outcome, tokens, cost, exact step-latency percentiles and histogram, and
+     * its busy time (its steps' time clipped to `window`; a step still running counts until
+     * `now`). Agents without such steps are absent.
      */
-    async agentStats(workspaceId: string, from: Date, to: Date, now: Date): Promise<AgentAggregate[]> {
-      const found = await rows(sql`
-        with steps as (
-          select s.agent_id, s.run_id, r.status as run_status, s.tokens_in, s.tokens_out, s.cost,
-            s.latency_ms,
-            greatest(0, extract(epoch from (
-              least(coalesce(s.finished_at, ${now}::timestamptz), ${to}::timestamptz)
-              - greatest(s.started_at, ${from}::timestamptz))) * 1000) as busy_ms
-          from runs r join run_steps s on s.run_id = r.id
-          where r.workspace_id = ${workspaceId} and r.created_at >= ${from} and r.created_at < ${to}
-            and s.kind = 'agent' and s.agent_id is not null
+    async agentStats(
+      workspaceId: string,
+      ranges: Range[],
+      window: Range,
+      now: Date,
+    ): Promise<Map<string, AgentStats>> {
+      if (ranges.length === 0) return new Map();
+      const [from, to] = window;
+      const steps = sql`
+        select s.agent_id, s.run_id, r.status as run_status, s.tokens_in, s.tokens_out, s.cost, s.latency_ms,
+          greatest(0, extract(epoch from (
+            least(coalesce(s.finished_at, ${now}::timestamptz), ${to}::timestamptz)
+            - greatest(s.started_at, ${from}::timestamptz))) * 1000) as busy_ms
+        from runs r join run_steps s on s.run_id = r.id
+        where r.workspace_id = ${workspaceId} and ${inRanges(sql`r.created_at`, ranges)}
+          and s.kind = 'agent' and s.agent_id is not null`;
+      // One statement: the steps are read once, summed per agent and bucketed for its histogram.
+      const found = await rows(sql`with st as materialized (${steps}),
+        hist as (
+          select agent_id, jsonb_object_agg(bucket::text, n) as latency_hist
+          from (select agent_id, ${latencyBucket(sql`latency_ms`)} as bucket, count(*)::int as n
+                from st where latency_ms is not null group by 1, 2) b
+          group by agent_id
         )
-        select a.id::text as agent_id, a.name, a.status,
-          count(distinct st.run_id)::int as runs,
-          count(distinct st.run_id) filter (where st.run_status = 'Completed')::int as completed,
-          count(distinct st.run_id) filter (where st.run_status = 'Failed')::int as failed,
-          count(st.run_id)::int as steps,
-          coalesce(sum(st.tokens_in), 0)::float8 as input_tokens,
-          coalesce(sum(st.tokens_out), 0)::float8 as output_tokens,
-          coalesce(sum(st.cost), 0)::float8 as cost,
-          percentile_cont(0.5) within group (order by st.latency_ms) as latency_p50_ms,
-          percentile_cont(0.95) within group (order by st.latency_ms) as latency_p95_ms,
-          coalesce(sum(st.busy_ms), 0)::float8 as busy_ms
-        from agents a left join steps st on st.agent_id = a.id
-        where a.workspace_id = ${workspaceId}
-        group by a.id, a.name, a.status
-        order by 10 desc, a.name, a.id`);
-      return found.map((row) => ({
-        agent_id: row.agent_id as string,
-        name: row.name as string,
-        status: row.status as string,
-        runs: num(row.runs),
-        completed: num(row.completed),
-        failed: num(row.failed),
-        steps: num(row.steps),
-        input_tokens: num(row.input_tokens),
-        output_tokens: num(row.output_tokens),
-        cost: num(row.cost),
-        latency_p50_ms: maybe(row.latency_p50_ms),
-        latency_p95_ms: maybe(row.latency_p95_ms),
-        busy_ms: num(row.busy_ms),
-      }));
+        select st.agent_id::text as agent_id, ${AGENT_SUMS},
+          coalesce(sum(busy_ms), 0)::float8 as busy_ms,
+          percentile_cont(0.5) within group (order by latency_ms) as latency_p50_ms,
+          percentile_cont(0.95) within group (order by latency_ms) as latency_p95_ms,
+          (select h.latency_hist from hist h where h.agent_id = st.agent_id) as latency_hist
+        from st group by st.agent_id`);
+      return agentStatsOf(found);
+    },
+
+    /** `agentStats` of the given rolled-up days (busy time unclipped; percentiles left to the histogram). */
+    async rolledAgentStats(workspaceId: string, days: string[]): Promise<Map<string, AgentStats>> {
+      if (days.length === 0) return new Map();
+      return agentStatsOf(
+        await rows(sql`select agent_id::text as agent_id, sum(runs)::int as runs, sum(completed)::int as completed,
+            sum(failed)::int as failed, sum(steps)::int as steps, sum(tokens_in)::float8 as input_tokens,
+            sum(tokens_out)::float8 as output_tokens, sum(cost)::float8 as cost, sum(busy_ms)::float8 as busy_ms,
+            jsonb_agg(latency_hist) as latency_hists
+          from analytics_daily_agents where workspace_id = ${workspaceId} and day in (${dayList(days)})
+          group by 1`),
+      );
     },
 
     /**
      * Per UTC day, the runs created in any of `ranges` ([from, to) each), with their latency
      * histogram: the raw part of a window that also reads rollups.
      */
-    async rawDays(workspaceId: string, ranges: Array<[Date, Date]>): Promise<Map<string, DayFigures>> {
+    async rawDays(workspaceId: string, ranges: Range[]): Promise<Map<string, DayFigures>> {
       if (ranges.length === 0) return new Map();
-      const within = sql.join(
-        ranges.map(([from, to]) => sql`(created_at >= ${from} and created_at < ${to})`),
-        sql` or `,
-      );
-      const where = sql`workspace_id = ${workspaceId} and (${within})`;
+      const where = sql`workspace_id = ${workspaceId} and ${inRanges(sql`created_at`, ranges)}`;
       const day = sql`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`;
       const [sums, buckets] = await Promise.all([
         rows(sql`select ${day} as day, count(*)::int as runs,
@@ -348,16 +470,18 @@ export function createAnalyticsRepository(db: Db) {
 
     /**
      * The rolled-up days in [fromDay, toDay) that are not dirty (`YYYY-MM-DD`), each with its
-     * exact latency percentiles.
+     * exact latency percentiles; with `finishedSteps`, only days without unfinished agent steps.
      */
     async cleanDays(
       workspaceId: string,
       fromDay: string,
       toDay: string,
+      finishedSteps = false,
     ): Promise<Map<string, { latency_p50_ms: number | null; latency_p95_ms: number | null }>> {
       const found = await rows(sql`select to_char(day, 'YYYY-MM-DD') as day, latency_p50_ms, latency_p95_ms
         from analytics_rollup_days
-        where workspace_id = ${workspaceId} and day >= ${fromDay}::date and day < ${toDay}::date and not dirty`);
+        where workspace_id = ${workspaceId} and day >= ${fromDay}::date and day < ${toDay}::date and not dirty
+          ${finishedSteps ? sql`and open_steps = 0` : sql``}`);
       return new Map(
         found.map((row) => [
           String(row.day),
@@ -371,10 +495,7 @@ export function createAnalyticsRepository(db: Db) {
       if (days.length === 0) return new Map();
       const found = await rows(sql`select h.key::int as bucket, sum(h.value::int)::int as n
         from analytics_rollup_days d, jsonb_each_text(d.latency_hist) h
-        where d.workspace_id = ${workspaceId} and d.day in (${sql.join(
-          days.map((day) => sql`${day}::date`),
-          sql`, `,
-        )})
+        where d.workspace_id = ${workspaceId} and d.day in (${dayList(days)})
         group by 1`);
       return new Map(found.map((row) => [num(row.bucket), num(row.n)]));
     },
@@ -427,9 +548,11 @@ export function createAnalyticsRepository(db: Db) {
       await db.execute(sql`insert into analytics_rollup_days (workspace_id, day, dirty, computed_at)
         values (${workspaceId}, ${day}::date, false, now())
         on conflict (workspace_id, day) do update set dirty = false, computed_at = now()`);
-      await db.execute(
-        sql`delete from analytics_daily_runs where workspace_id = ${workspaceId} and day = ${day}::date`,
-      );
+      for (const table of ['analytics_daily_runs', 'analytics_daily_steps', 'analytics_daily_agents']) {
+        await db.execute(
+          sql`delete from ${sql.identifier(table)} where workspace_id = ${workspaceId} and day = ${day}::date`,
+        );
+      }
       const start = sql`(${day}::date)::timestamp at time zone 'UTC'`;
       const ofDay = sql`workspace_id = ${workspaceId} and created_at >= ${start} and created_at < ${start} + interval '1 day'`;
       await db.execute(sql`
@@ -442,6 +565,38 @@ export function createAnalyticsRepository(db: Db) {
           coalesce(sum(tokens_in), 0)::bigint, coalesce(sum(tokens_out), 0)::bigint,
           coalesce(sum(cost), 0)::float8
         from runs where ${ofDay} group by workflow_id, workflow_name`);
+      const stepsOfDay = sql`from runs r join run_steps s on s.run_id = r.id
+        where r.workspace_id = ${workspaceId} and r.created_at >= ${start} and r.created_at < ${start} + interval '1 day'`;
+      await db.execute(sql`
+        insert into analytics_daily_steps (workspace_id, day, provider, model, agent_id, agent_name, steps,
+          tokens_in, tokens_out, cost)
+        select ${workspaceId}, ${day}::date, s.provider, s.model, s.agent_id, s.agent_name, count(*)::int,
+          coalesce(sum(s.tokens_in), 0)::bigint, coalesce(sum(s.tokens_out), 0)::bigint,
+          coalesce(sum(s.cost), 0)::float8
+        ${stepsOfDay} group by s.provider, s.model, s.agent_id, s.agent_name`);
+      await db.execute(sql`
+        with st as (
+          select s.agent_id, s.run_id, r.status as run_status, s.tokens_in, s.tokens_out, s.cost, s.latency_ms,
+            greatest(0, extract(epoch from (s.finished_at - s.started_at)) * 1000) as busy_ms
+          ${stepsOfDay} and s.kind = 'agent' and s.agent_id is not null
+        ),
+        sums as (
+          select agent_id, ${AGENT_SUMS}, coalesce(sum(busy_ms), 0)::float8 as busy_ms from st group by agent_id
+        ),
+        hist as (
+          select agent_id, jsonb_object_agg(bucket::text, n) as latency_hist
+          from (select agent_id, ${latencyBucket(sql`latency_ms`)} as bucket, count(*)::int as n
+                from st where latency_ms is not null group by 1, 2) b
+          group by agent_id
+        )
+        insert into analytics_daily_agents (workspace_id, day, agent_id, runs, completed, failed, steps,
+          tokens_in, tokens_out, cost, busy_ms, latency_hist)
+        select ${workspaceId}, ${day}::date, sums.agent_id, runs, completed, failed, steps, input_tokens::bigint,
+          output_tokens::bigint, cost, busy_ms, coalesce(hist.latency_hist, '{}'::jsonb)
+        from sums left join hist using (agent_id)`);
+      await db.execute(sql`update analytics_rollup_days set open_steps = (
+          select count(*)::int ${stepsOfDay} and s.kind = 'agent' and s.agent_id is not null and s.finished_at is null)
+        where workspace_id = ${workspaceId} and day = ${day}::date`);
       await db.execute(sql`
         update analytics_rollup_days set
           latency_hist = coalesce(h.hist, '{}'::jsonb), latency_count = coalesce(h.n, 0),

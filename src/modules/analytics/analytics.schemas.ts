@@ -95,6 +95,10 @@ export const CostsSchema = Type.Object({
     }),
   ),
   series: Type.Array(Type.Object({ start: Timestamp(), cost: Type.Number() })),
+  rollup_days: Type.Integer({
+    description:
+      'whole UTC days of the window whose breakdowns came from the daily rollups (0: every figure from the raw runs and steps); sums are the same either way',
+  }),
 });
 
 export const AgentAnalyticsSchema = Type.Object({
@@ -117,4 +121,8 @@ export const AgentAnalyticsSchema = Type.Object({
     }),
   ),
   total: Type.Integer(),
+  rollup_days: Type.Integer({
+    description:
+      'whole UTC days of the window read from the daily rollups; 0 when every step was read raw (latency percentiles then exact, otherwise from merged histograms within about 2.5 %, and busy time of rolled-up days not clipped at the window’s end)',
+  }),
 });

@@ -3,10 +3,13 @@ import { type Db, inTransaction } from '../../db/transaction.ts';
 import { invalid } from '../../errors.ts';
 import { type Histogram, mergeInto, quantile } from '../../lib/histogram.ts';
 import {
+  type AgentStats,
   type Bucket,
   type ChatAggregate,
+  type CostGroup,
   createAnalyticsRepository,
   type DayFigures,
+  type Range,
   type RunAggregate,
 } from './analytics.repository.ts';
 import type { AnalyticsQuery } from './analytics.schemas.ts';
@@ -119,6 +122,77 @@ function bucketStarts({ from, to, bucket }: AnalyticsWindow): number[] {
   return starts;
 }
 
+/** How a window is read: rolled-up days (`YYYY-MM-DD`, with their exact percentiles) and raw ranges. */
+interface WindowPlan {
+  clean: Map<string, { latency_p50_ms: number | null; latency_p95_ms: number | null }>;
+  days: string[];
+  ranges: Range[];
+}
+
+/** Code-point order (the same on every database and locale). */
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Cost groups of the raw and the rolled-up part of a window added by (key, label), most
+ * expensive first, then by label (nulls last).
+ */
+function mergeGroups(parts: CostGroup[][]): CostGroup[] {
+  const groups = new Map<string, CostGroup>();
+  for (const group of parts.flat()) {
+    const id = JSON.stringify([group.key, group.label]);
+    const into = groups.get(id);
+    if (!into) groups.set(id, { ...group });
+    else {
+      into.cost += group.cost;
+      into.input_tokens += group.input_tokens;
+      into.output_tokens += group.output_tokens;
+      into.count += group.count;
+    }
+  }
+  return [...groups.values()].sort(
+    (a, b) =>
+      b.cost - a.cost ||
+      (a.label === null ? 1 : 0) - (b.label === null ? 1 : 0) ||
+      compare(a.label ?? '', b.label ?? '') ||
+      compare(a.key ?? '', b.key ?? ''),
+  );
+}
+
+/** The figures of `AgentStats` that add across parts of a window. */
+const AGENT_SUMS = [
+  'runs',
+  'completed',
+  'failed',
+  'steps',
+  'input_tokens',
+  'output_tokens',
+  'cost',
+  'busy_ms',
+] as const;
+
+/** An agent's raw and rolled-up figures added (either may be absent); exact percentiles are the raw part's. */
+function addAgentStats(raw: AgentStats | undefined, rolled: AgentStats | undefined): AgentStats {
+  const sum: AgentStats = {
+    runs: 0,
+    completed: 0,
+    failed: 0,
+    steps: 0,
+    input_tokens: 0,
+    output_tokens: 0,
+    cost: 0,
+    busy_ms: 0,
+    latency_p50_ms: raw?.latency_p50_ms ?? null,
+    latency_p95_ms: raw?.latency_p95_ms ?? null,
+    latency: new Map(),
+  };
+  for (const part of [raw, rolled]) {
+    if (!part) continue;
+    for (const key of AGENT_SUMS) sum[key] += part[key];
+    mergeInto(sum.latency, part.latency);
+  }
+  return sum;
+}
+
 /** Workspace analytics over a window, from aggregated SQL over the raw tables. */
 export function createAnalyticsService(deps: AnalyticsDependencies) {
   const clock = deps.clock ?? (() => new Date());
@@ -126,23 +200,26 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
   const useRollups = deps.rollups ?? true;
 
   /**
-   * The run figures of a day-bucketed window, when any whole day of it is rolled up and clean:
-   * those days from the rollups (sums, their exact per-day percentiles, and their merged
-   * histogram for the totals), the rest (partial first and last days, days not rolled up or
-   * dirty, today) from the raw runs. Undefined when no rollup applies.
+   * How [from, to) is read: the whole UTC days inside it that are rolled up and not dirty (with
+   * their exact latency percentiles) from the rollups, and the rest (partial first and last
+   * days, days not rolled up or dirty, today) as raw ranges. Without rollups: one raw range.
+   * `finishedSteps` also reads raw the days that had unfinished agent steps when rolled up
+   * (their busy time still grows).
    */
-  async function plannedDays(
+  async function planWindow(
     workspaceId: string,
     from: Date,
     to: Date,
-  ): Promise<{ totals: RunAggregate; series: Map<number, RunAggregate>; rolled: number } | undefined> {
-    if (!useRollups) return undefined;
+    finishedSteps = false,
+  ): Promise<WindowPlan> {
+    const raw: WindowPlan = { clean: new Map(), days: [], ranges: [[from, to]] };
+    if (!useRollups) return raw;
     const first = ceilDay(from.getTime());
     const end = floorDay(to.getTime());
-    if (first >= end) return undefined;
-    const clean = await repo.cleanDays(workspaceId, dayKey(first), dayKey(end));
-    if (clean.size === 0) return undefined;
-    const ranges: Array<[Date, Date]> = [];
+    if (first >= end) return raw;
+    const clean = await repo.cleanDays(workspaceId, dayKey(first), dayKey(end), finishedSteps);
+    if (clean.size === 0) return raw;
+    const ranges: Range[] = [];
     let cursor = from.getTime();
     for (let day = first; day < end; day += DAY_MS) {
       if (!clean.has(dayKey(day))) continue;
@@ -150,15 +227,31 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
       cursor = day + DAY_MS;
     }
     if (cursor < to.getTime()) ranges.push([new Date(cursor), to]);
+    return { clean, days: [...clean.keys()].sort(), ranges };
+  }
+
+  /** The run rollups' sums of a plan's rolled-up days, by day. */
+  const rolledRunDays = (workspaceId: string, { days }: WindowPlan) =>
+    repo.rollupDays(workspaceId, days[0] as string, dayKey(Date.parse(days.at(-1) as string) + DAY_MS));
+
+  /**
+   * The run figures of a planned window with rolled-up days: their sums and exact per-day
+   * percentiles from the rollups, the raw ranges' from the runs; the totals' percentiles from
+   * the merged histogram of both.
+   */
+  async function plannedDays(
+    workspaceId: string,
+    plan: WindowPlan,
+  ): Promise<{ totals: RunAggregate; series: Map<number, RunAggregate> }> {
     const [raw, rolled, rolledLatency] = await Promise.all([
-      repo.rawDays(workspaceId, ranges),
-      repo.rollupDays(workspaceId, dayKey(first), dayKey(end)),
-      repo.rollupLatency(workspaceId, [...clean.keys()]),
+      repo.rawDays(workspaceId, plan.ranges),
+      rolledRunDays(workspaceId, plan),
+      repo.rollupLatency(workspaceId, plan.days),
     ]);
     const total = emptyDay();
     mergeInto(total.latency, rolledLatency);
     const series = new Map<number, RunAggregate>();
-    for (const [day, percentiles] of clean) {
+    for (const [day, percentiles] of plan.clean) {
       const { latency: _none, ...sums } = rolled.get(day) ?? emptyDay();
       addDay(total, { ...sums, latency: new Map() });
       series.set(Date.parse(day), { ...sums, ...percentiles });
@@ -171,7 +264,7 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
         latency_p95_ms: latency_p95_ms ?? null,
       });
     }
-    return { totals: fromDay(total), series, rolled: clean.size };
+    return { totals: fromDay(total), series };
   }
 
   /** The window a query names: defaults, and a 400 naming the field for one that cannot be read. */
@@ -198,7 +291,8 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
       const window = windowOf(query);
       const { from, to, bucket } = window;
       const ws = caller.workspaceId;
-      const planned = bucket === 'day' ? await plannedDays(ws, from, to) : undefined;
+      const plan = bucket === 'day' ? await planWindow(ws, from, to) : undefined;
+      const planned = plan && plan.days.length > 0 ? await plannedDays(ws, plan) : undefined;
       const [totals, runSeries, chatSeries] = await Promise.all([
         planned ? planned.totals : repo.runTotals(ws, from, to),
         planned ? planned.series : repo.runSeries(ws, from, to, bucket),
@@ -218,7 +312,7 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
           start: new Date(start),
           ...runFigures(runSeries.get(start), chatSeries.get(start)),
         })),
-        rollup_days: planned?.rolled ?? 0,
+        rollup_days: plan?.days.length ?? 0,
       };
     },
 
@@ -252,18 +346,32 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
       return computed;
     },
 
-    /** Cost by provider, model, agent (from run steps) and workflow (from runs), and a series. */
+    /**
+     * Cost by provider, model, agent (from run steps) and workflow (from runs), and a series:
+     * whole clean days from the rollups, the rest from the raw tables (`planWindow`).
+     */
     async costs(caller: Who, query: AnalyticsQuery) {
       const window = windowOf(query);
       const { from, to, bucket } = window;
       const ws = caller.workspaceId;
-      const [providers, models, agents, workflows, series] = await Promise.all([
-        repo.stepCosts(ws, from, to, 'provider'),
-        repo.stepCosts(ws, from, to, 'model'),
-        repo.stepCosts(ws, from, to, 'agent'),
-        repo.workflowCosts(ws, from, to),
-        repo.costSeries(ws, from, to, bucket),
+      const plan = await planWindow(ws, from, to);
+      // Hour buckets cannot come from daily rows: the series reads the raw runs then.
+      const rolledSeries = bucket === 'day' && plan.days.length > 0;
+      const [rawSteps, rolledSteps, workflows, series, rolledDays] = await Promise.all([
+        repo.stepCosts(ws, plan.ranges),
+        repo.rolledStepCosts(ws, plan.days),
+        Promise.all([repo.workflowCosts(ws, plan.ranges), repo.rolledWorkflowCosts(ws, plan.days)]).then(
+          mergeGroups,
+        ),
+        repo.costSeries(ws, rolledSeries ? plan.ranges : [[from, to]], bucket),
+        rolledSeries ? rolledRunDays(ws, plan) : undefined,
       ]);
+      const [providers, models, agents] = (['provider', 'model', 'agent'] as const).map((by) =>
+        mergeGroups([rawSteps[by], rolledSteps[by]]),
+      ) as [CostGroup[], CostGroup[], CostGroup[]];
+      for (const day of rolledSeries ? plan.days : []) {
+        series.set(Date.parse(day), rolledDays?.get(day)?.cost ?? 0);
+      }
       const figures = (g: { cost: number; input_tokens: number; output_tokens: number }) => ({
         cost: g.cost,
         input_tokens: g.input_tokens,
@@ -295,30 +403,47 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
           start: new Date(start),
           cost: series.get(start) ?? 0,
         })),
+        rollup_days: plan.days.length,
       };
     },
 
-    /** Every agent of the workspace with its figures over the window, busiest (by cost) first. */
+    /**
+     * Every agent of the workspace with its figures over the window, busiest (by cost) first:
+     * whole clean days from the rollups, the rest from the raw steps (`planWindow`).
+     */
     async agents(caller: Who, query: AnalyticsQuery) {
       const window = windowOf(query);
-      const span = window.to.getTime() - window.from.getTime();
-      const stats = await repo.agentStats(caller.workspaceId, window.from, window.to, clock());
-      const items = stats.map((a) => ({
-        agent_id: a.agent_id,
-        name: a.name,
-        status: a.status,
-        runs: a.runs,
-        success_rate: successRate(a.completed, a.failed),
-        steps: a.steps,
-        input_tokens: a.input_tokens,
-        output_tokens: a.output_tokens,
-        cost: a.cost,
-        latency_p50_ms: round(a.latency_p50_ms),
-        latency_p95_ms: round(a.latency_p95_ms),
-        busy_ms: Math.round(a.busy_ms),
-        utilisation: Math.min(1, a.busy_ms / span),
-      }));
-      return { ...window, items, total: items.length };
+      const { from, to } = window;
+      const ws = caller.workspaceId;
+      const plan = await planWindow(ws, from, to, true);
+      const [agents, raw, rolled] = await Promise.all([
+        repo.agentList(ws),
+        repo.agentStats(ws, plan.ranges, [from, to], clock()),
+        repo.rolledAgentStats(ws, plan.days),
+      ]);
+      const span = to.getTime() - from.getTime();
+      const items = agents.map((agent) => {
+        const a = addAgentStats(raw.get(agent.agent_id), rolled.get(agent.agent_id));
+        // Exact percentiles when every step was read raw; the merged histogram's otherwise.
+        const exact = plan.days.length === 0;
+        return {
+          agent_id: agent.agent_id,
+          name: agent.name,
+          status: agent.status,
+          runs: a.runs,
+          success_rate: successRate(a.completed, a.failed),
+          steps: a.steps,
+          input_tokens: a.input_tokens,
+          output_tokens: a.output_tokens,
+          cost: a.cost,
+          latency_p50_ms: round(exact ? (a.latency_p50_ms ?? null) : quantile(a.latency, 0.5)),
+          latency_p95_ms: round(exact ? (a.latency_p95_ms ?? null) : quantile(a.latency, 0.95)),
+          busy_ms: Math.round(a.busy_ms),
+          utilisation: Math.min(1, a.busy_ms / span),
+        };
+      });
+      items.sort((a, b) => b.cost - a.cost || compare(a.name, b.name) || compare(a.agent_id, b.agent_id));
+      return { ...window, items, total: items.length, rollup_days: plan.days.length };
     },
 
     /** Run figures of [from, to) for the dashboard's KPIs. */
