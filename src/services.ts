@@ -96,7 +96,6 @@ export async function createServices(config: Config, database: Database, options
   });
   const { db } = database;
   const vaultKeys = createVaultKeys(db, keyring);
-  const settings = createSettingsService(db);
   // The workspace audit trail: every administrative change below records into it, in the
   // change's transaction. Its export merges in the vault's credential records (created below).
   const audit = createAuditService({
@@ -110,6 +109,7 @@ export async function createServices(config: Config, database: Database, options
   const { prefix, lockMs, stopGraceMs } = config.queue;
   const eventHub =
     options.eventHub ?? (redis ? createRedisEventHub({ redis, prefix, log }) : createLocalEventHub());
+  const settings = createSettingsService(db, { hub: eventHub });
   const queue = redis
     ? createBullmqQueue({ redis, log, prefix, lockMs, stopGraceMs })
     : createLocalQueue({ log, stopGraceMs });

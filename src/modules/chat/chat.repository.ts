@@ -44,26 +44,6 @@ export function createChatRepository(db: Db) {
       return row;
     },
 
-    async insertConversation(
-      owner: Owner,
-      values: { id?: string; title: string; agent_id: string | null },
-    ): Promise<ConversationRow> {
-      const [row] = await db
-        .insert(conversations)
-        .values({ workspace_id: owner.workspaceId, user_id: owner.userId, ...values })
-        .returning();
-      if (!row) throw new Error('conversation insert returned nothing');
-      return row;
-    },
-
-    /** Moves the conversation to the top of its owner's list. */
-    async touchConversation(workspaceId: string, id: string): Promise<void> {
-      await db
-        .update(conversations)
-        .set({ last_message_at: sql`now()`, updated_at: sql`now()` })
-        .where(and(eq(conversations.workspace_id, workspaceId), eq(conversations.id, id)));
-    },
-
     /** The owner's conversations, most recent message first, then by id, so pages are stable. */
     async listConversations(owner: Owner, page: PageRequest): Promise<Page<ConversationRow>> {
       const rows = await db
@@ -92,18 +72,66 @@ export function createChatRepository(db: Db) {
       });
     },
 
-    async insertMessage(values: NewMessage): Promise<MessageRow> {
-      const [row] = await db.insert(messages).values(values).returning();
-      if (!row) throw new Error('message insert returned nothing');
-      return row;
+    /**
+     * Starts a turn in one statement: the conversation created (`start` given) or moved to the
+     * top of its owner's list, then the user's message and the assistant's placeholder (ids in
+     * that order). Answers the placeholder's id, or undefined when the conversation is gone.
+     * One statement is one round trip and atomic without a transaction of its own.
+     */
+    async startTurn(
+      owner: Owner,
+      turn: {
+        conversationId: string;
+        start?: { title: string; agent_id: string | null };
+        question: string;
+        placeholderError: string;
+      },
+    ): Promise<number | undefined> {
+      const { workspaceId, userId } = owner;
+      const conversation = turn.start
+        ? sql`insert into conversations (id, workspace_id, user_id, title, agent_id)
+            values (${turn.conversationId}, ${workspaceId}, ${userId}, ${turn.start.title}, ${turn.start.agent_id})
+            returning id`
+        : sql`update conversations set last_message_at = now(), updated_at = now()
+            where workspace_id = ${workspaceId} and user_id = ${userId} and id = ${turn.conversationId}
+            returning id`;
+      const result = await db.execute(sql`with conversation as (${conversation}),
+        inserted as (
+          insert into messages (conversation_id, workspace_id, role, content, error)
+          select c.id, ${workspaceId}, m.role, m.content, m.error
+          from conversation c,
+            (values (1, 'user', ${turn.question}, null), (2, 'assistant', '', ${turn.placeholderError}))
+              as m(n, role, content, error)
+          order by m.n
+          returning id, role
+        )
+        select id::float8 as id from inserted where role = 'assistant'`);
+      const [row] = (result as unknown as { rows: Array<{ id: number }> }).rows;
+      return row ? Number(row.id) : undefined;
     },
 
-    /** Writes how an assistant message ended (its answer, usage and cost, or its error). */
-    async completeMessage(workspaceId: string, id: number, outcome: MessageOutcome): Promise<void> {
-      await db
-        .update(messages)
-        .set(outcome)
-        .where(and(eq(messages.workspace_id, workspaceId), eq(messages.id, id)));
+    /**
+     * Ends a turn in one statement: how the assistant's message ended (its answer, usage and
+     * cost, or its error) and its conversation moved to the top of its owner's list.
+     */
+    async finishTurn(
+      workspaceId: string,
+      conversationId: string,
+      answerId: number,
+      outcome: MessageOutcome,
+    ): Promise<void> {
+      const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
+      await db.execute(sql`with answer as (
+          update messages set content = ${outcome.content},
+            tool_calls = coalesce(${json(outcome.tool_calls)}::jsonb, tool_calls),
+            citations = coalesce(${json(outcome.citations)}::jsonb, citations),
+            usage = ${json(outcome.usage)}::jsonb, cost = ${outcome.cost ?? null},
+            latency_ms = ${outcome.latency_ms ?? null}, provider = ${outcome.provider ?? null},
+            model = ${outcome.model ?? null}, error = ${outcome.error ?? null}
+          where workspace_id = ${workspaceId} and id = ${answerId}
+        )
+        update conversations set last_message_at = now(), updated_at = now()
+        where workspace_id = ${workspaceId} and id = ${conversationId}`);
     },
 
     /** The last `limit` messages of a conversation, oldest first (what memory chooses from). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../caller.ts';
-import { type Db, inTransaction } from '../../db/transaction.ts';
+import type { Db } from '../../db/transaction.ts';
 import { AppError, invalid, notFound } from '../../errors.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
 import type { PoliciesService } from '../policies/policies.service.ts';
@@ -8,6 +8,7 @@ import type { ModelEvent, ModelGateway } from '../providers/providers.service.ts
 import {
   type Citation,
   createChatRepository,
+  type MessageOutcome,
   type MessageRow,
   type ToolCallRecord,
 } from './chat.repository.ts';
@@ -120,31 +121,25 @@ export function createChatService(deps: ChatDependencies) {
       // The first output decides: a failure before it is the request's error, with nothing stored.
       let next = await turn.next();
 
-      const stored = inTransaction(deps.db, async (tx) => {
-        const txRepo = createChatRepository(tx);
-        const conversation =
-          existing ??
-          (await txRepo.insertConversation(owner, {
-            id: conversationId,
-            title: titleOf(input.message),
-            agent_id: agentId,
-          }));
-        if (existing) await txRepo.touchConversation(caller.workspaceId, existing.id);
-        const base = { conversation_id: conversation.id, workspace_id: caller.workspaceId };
-        await txRepo.insertMessage({ ...base, role: 'user', content: input.message });
-        // Stored before it streams, so an answer cut off by a crash still shows in the history.
-        const answer = await txRepo.insertMessage({
-          ...base,
-          role: 'assistant',
-          content: '',
-          error: 'incomplete: the answer was interrupted before it finished',
+      // Stored before it streams, so an answer cut off by a crash still shows in the history.
+      const answerId = await repo
+        .startTurn(owner, {
+          conversationId,
+          ...(existing ? {} : { start: { title: titleOf(input.message), agent_id: agentId } }),
+          question: input.message,
+          placeholderError: 'incomplete: the answer was interrupted before it finished',
+        })
+        .catch(async (error: unknown) => {
+          await turn.return?.();
+          throw error;
         });
-        return { conversation, answer };
-      });
-      const { conversation, answer } = await stored.catch(async (error: unknown) => {
+      if (answerId === undefined) {
+        // Deleted while the provider answered its first output.
         await turn.return?.();
-        throw error;
-      });
+        throw notFound('conversation', conversationId);
+      }
+      const conversation = { id: conversationId };
+      const answer = { id: answerId };
 
       let sequence = 0;
       const event = (name: ChatEvent['event'], data: unknown): ChatEvent => ({
@@ -156,13 +151,9 @@ export function createChatService(deps: ChatDependencies) {
       const toolCalls: ToolCallRecord[] = [];
       const citations: Citation[] = [];
       let settled = false;
-      const settle = async (outcome: Parameters<typeof repo.completeMessage>[2]) => {
+      const settle = async (outcome: MessageOutcome) => {
         settled = true;
-        await inTransaction(deps.db, async (tx) => {
-          const txRepo = createChatRepository(tx);
-          await txRepo.completeMessage(caller.workspaceId, answer.id, outcome);
-          await txRepo.touchConversation(caller.workspaceId, conversation.id);
-        });
+        await repo.finishTurn(caller.workspaceId, conversation.id, answer.id, outcome);
       };
 
       try {

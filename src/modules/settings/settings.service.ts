@@ -1,6 +1,8 @@
 import type { TSchema } from 'typebox';
 import Value from 'typebox/value';
-import { type Db, inTransaction } from '../../db/transaction.ts';
+import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
+import type { EventHub } from '../../events/event-hub.ts';
+import { LruCache } from '../../lib/lru-cache.ts';
 import {
   createSettingsRepository,
   SETTINGS_NAMESPACES,
@@ -8,28 +10,89 @@ import {
   type SettingsNamespace,
 } from './settings.repository.ts';
 
-/**
- * Per-workspace settings by namespace (`credentials`, and later `runs`, `chat`, ...). Each
- * module reads and writes its own namespace through this service, so defaults, storage
- * and validation of stored values live in one place.
- */
-export function createSettingsService(db: Db) {
-  const repo = createSettingsRepository(db);
+/** The event hub's topic on which a change of any workspace's settings is announced. */
+export const SETTINGS_TOPIC = 'settings:workspace';
 
-  /** The namespace's settings: each stored value that fits its schema, else the default (read in `tx` when given). */
-  async function get<N extends SettingsNamespace>(
+/**
+ * How long a process reuses settings it read. A change drops them in this process after its
+ * commit and is announced on the event hub (Redis pub/sub across processes), so this only
+ * bounds how stale another process can be when an announcement is lost.
+ */
+export const SETTINGS_CACHE_TTL_MS = 30_000;
+
+/** Workspace-namespace pairs kept read. */
+const CACHE_ENTRIES = 20_000;
+
+export interface SettingsCacheOptions {
+  /** Carries changes to every process (`EventHub`: Redis pub/sub when REDIS_URL is set). */
+  hub: Pick<EventHub, 'publish' | 'subscribe'>;
+  now?: () => number;
+}
+
+/**
+ * Per-workspace settings by namespace (`credentials`, `providers`, ...). Each module reads
+ * and writes its own namespace through this service, so defaults, storage and validation of
+ * stored values live in one place. Given a `cache`, reads outside a transaction come from a
+ * per-process cache (every chat and model call reads the provider settings): a change empties
+ * it once committed, here and, through the event hub, in every other process.
+ */
+export function createSettingsService(db: Db, cache?: SettingsCacheOptions) {
+  const repo = createSettingsRepository(db);
+  const now = cache?.now ?? Date.now;
+  const cached = cache ? new LruCache<string, Promise<unknown>>(CACHE_ENTRIES, now) : undefined;
+  // Any change anywhere (or a reconnect of the hub, which may have lost some) empties it all:
+  // settings change seldom, and a miss costs one read.
+  cache?.hub.subscribe(SETTINGS_TOPIC, () => cached?.clear());
+
+  /** The namespace's settings: each stored value that fits its schema, else the default. */
+  async function read<N extends SettingsNamespace>(
     workspaceId: string,
     namespace: N,
-    tx?: Db,
+    from: Db,
   ): Promise<Settings<N>> {
     const { schema, defaults } = SETTINGS_NAMESPACES[namespace];
-    const stored = await (tx ? createSettingsRepository(tx) : repo).list(workspaceId, `${namespace}.`);
+    const stored = await createSettingsRepository(from).list(workspaceId, `${namespace}.`);
     const settings: Record<string, unknown> = { ...defaults };
     for (const [key, property] of Object.entries(schema.properties)) {
       const value = stored[`${namespace}.${key}`];
       if (value !== undefined && Value.Check(property, value)) settings[key] = value;
     }
     return settings as Settings<N>;
+  }
+
+  /**
+   * The namespace's settings, read in `tx` when given (a transaction sees its own writes), else
+   * from the cache. The cache holds the read's promise from its start, so a change committed
+   * after a read began empties the entry and the next caller reads again; each caller gets its
+   * own copy.
+   */
+  async function get<N extends SettingsNamespace>(
+    workspaceId: string,
+    namespace: N,
+    tx?: Db,
+  ): Promise<Settings<N>> {
+    if (tx || !cached) return read(workspaceId, namespace, tx ?? db);
+    const key = `${workspaceId}\n${namespace}`;
+    let entry = cached.get(key) as Promise<Settings<N>> | undefined;
+    if (!entry) {
+      const reading: Promise<Settings<N>> = read(workspaceId, namespace, db).catch((error: unknown) => {
+        // A failed read (the database away) is not kept: the next caller reads again.
+        if (cached.get(key) === reading) cached.delete(key);
+        throw error;
+      });
+      entry = reading;
+      cached.set(key, entry, now() + SETTINGS_CACHE_TTL_MS);
+    }
+    return structuredClone(await entry);
+  }
+
+  /** Once `within` commits: this process's entry dropped at once, every process's cache through the hub. */
+  function announceChange(within: Db, workspaceId: string, namespace: SettingsNamespace) {
+    if (!cached || !cache) return;
+    afterCommit(within, () => {
+      cached.delete(`${workspaceId}\n${namespace}`);
+      cache.hub.publish(SETTINGS_TOPIC, 0);
+    });
   }
 
   return {
@@ -51,6 +114,7 @@ export function createSettingsService(db: Db) {
         for (const [key, value] of Object.entries(changes)) {
           if (value !== undefined) await txRepo.put(workspaceId, `${namespace}.${key}`, value);
         }
+        announceChange(within, workspaceId, namespace);
       };
       if (tx) {
         await write(tx);
