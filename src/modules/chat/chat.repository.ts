@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from 'drizzle-orm';
+import { and, desc, eq, getTableColumns, sql } from 'drizzle-orm';
 import {
   type CursorPage,
   type Page,
@@ -39,6 +39,27 @@ export function createChatRepository(db: Db) {
     async findConversation(owner: Owner, id: string): Promise<ConversationRow | undefined> {
       const [row] = await db
         .select()
+        .from(conversations)
+        .where(and(owned(owner), eq(conversations.id, id)));
+      return row;
+    },
+
+    /**
+     * The owner's conversation with its last `limit` messages (role and content, oldest first:
+     * what memory chooses from), in one statement.
+     */
+    async findConversationWithRecent(
+      owner: Owner,
+      id: string,
+      limit: number,
+    ): Promise<(ConversationRow & { recent: Array<Pick<MessageRow, 'role' | 'content'>> }) | undefined> {
+      const recent = sql<Array<Pick<MessageRow, 'role' | 'content'>>>`coalesce((
+        select json_agg(json_build_object('role', m.role, 'content', m.content) order by m.id)
+        from (select id, role, content from ${messages}
+              where ${messages.workspace_id} = ${owner.workspaceId} and ${messages.conversation_id} = ${id}
+              order by id desc limit ${limit}) m), '[]'::json)`;
+      const [row] = await db
+        .select({ ...getTableColumns(conversations), recent })
         .from(conversations)
         .where(and(owned(owner), eq(conversations.id, id)));
       return row;
@@ -132,17 +153,6 @@ export function createChatRepository(db: Db) {
         )
         update conversations set last_message_at = now(), updated_at = now()
         where workspace_id = ${workspaceId} and id = ${conversationId}`);
-    },
-
-    /** The last `limit` messages of a conversation, oldest first (what memory chooses from). */
-    async recentMessages(workspaceId: string, conversationId: string, limit: number): Promise<MessageRow[]> {
-      const rows = await db
-        .select()
-        .from(messages)
-        .where(and(eq(messages.workspace_id, workspaceId), eq(messages.conversation_id, conversationId)))
-        .orderBy(desc(messages.id))
-        .limit(limit);
-      return rows.reverse();
     },
 
     /** A conversation's history, oldest first, by cursor (the last message id the client has). */

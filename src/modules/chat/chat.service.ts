@@ -70,7 +70,7 @@ export function createChatService(deps: ChatDependencies) {
     async *send(caller: Owner, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatEvent> {
       const owner = { workspaceId: caller.workspaceId, userId: caller.userId };
       const existing = input.conversation_id
-        ? await repo.findConversation(owner, input.conversation_id)
+        ? await repo.findConversationWithRecent(owner, input.conversation_id, MEMORY_WINDOW)
         : undefined;
       if (input.conversation_id && !existing) throw notFound('conversation', input.conversation_id);
       if (existing && input.agent_id && existing.agent_id !== input.agent_id) {
@@ -81,13 +81,7 @@ export function createChatService(deps: ChatDependencies) {
       }
       const agentId = input.agent_id ?? existing?.agent_id ?? null;
       const agent = agentId ? await deps.agents.get(caller, agentId) : undefined;
-      const history = existing
-        ? await repo.recentMessages(caller.workspaceId, existing.id, MEMORY_WINDOW)
-        : [];
-      const memory = selectMemory(
-        history.map((message) => ({ role: message.role, content: message.content })),
-        budget,
-      );
+      const memory = selectMemory(existing?.recent ?? [], budget);
 
       // Named before it is stored: a policy's experiment assigns by conversation.
       const conversationId = existing?.id ?? randomUUID();
