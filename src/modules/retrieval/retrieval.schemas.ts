@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { SearchModeSchema } from '../../db/schema/retrieval.ts';
 import { Uuid } from '../../http/schemas.ts';
-import { DEFAULT_TOP_K, MAX_TOP_K } from './retrieval.service.ts';
+import { DEFAULT_TOP_K, KEYWORD_CANDIDATE_BUDGET, MAX_TOP_K } from './retrieval.service.ts';
 
 const Weight = Type.Number({ minimum: 0, maximum: 100 });
 
@@ -62,6 +62,11 @@ export const SearchBody = Type.Object(
         },
       ),
     ),
+    exact: Type.Optional(
+      Type.Boolean({
+        description: `keyword ranking over every candidate, however many (default false: when the query's common words would bring more than ${KEYWORD_CANDIDATE_BUDGET.toLocaleString('en')} candidate postings, only the chunks of its rarest words are ranked, and the response says exact: false)`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -99,5 +104,9 @@ export const SearchResultSchema = Type.Object({
 export const SearchResponseSchema = Type.Object({
   results: Type.Array(SearchResultSchema),
   mode: SearchModeSchema,
+  exact: Type.Boolean({
+    description:
+      'false when the keyword ranking was limited to the chunks of the query’s rarest words (ask with exact: true for the full ranking); vector search is approximate (HNSW) either way',
+  }),
   took_ms: Type.Number(),
 });

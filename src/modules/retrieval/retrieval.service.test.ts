@@ -80,6 +80,35 @@ async function indexDocument(
 const search = (scope: { workspaceId: string; userId: string }, query: string, topK = 10) =>
   retrieval.search(scope, { query, top_k: topK, mode: 'keyword' });
 
+/** The words of `indexZipfCorpus`, rarest last. */
+const ZIPF_WORDS = Array.from({ length: 400 }, (_, i) => `w${i.toString(36)}x`);
+
+/** A Zipf-like corpus in `ws`: a few words in most chunks, many rare ones (600 chunks, 5 per document). */
+async function indexZipfCorpus(ws: { workspaceId: string; sourceId: string }) {
+  const words = ZIPF_WORDS;
+  let state = 7;
+  const random = () => {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return state / 2_147_483_648;
+  };
+  const pick = () =>
+    words[Math.min(words.length - 1, Math.floor(Math.exp(random() * Math.log(words.length))) - 1)];
+  const texts = Array.from({ length: 600 }, () =>
+    Array.from({ length: 5 + Math.floor(random() * 40) }, pick).join(' '),
+  );
+  for (let i = 0; i < texts.length; i += 5) {
+    const documentId = (await insertDocument(db, ws.workspaceId, ws.sourceId)).id;
+    const prepared = await retrieval.prepare(
+      ws.workspaceId,
+      KEYWORD_ONLY,
+      texts.slice(i, i + 5).map((text, position) => chunk(text, position)),
+    );
+    await inTransaction(db, (tx) =>
+      retrieval.indexDocument(tx, { ...ws, documentId, generation: 1 }, prepared),
+    );
+  }
+}
+
 describe('BM25', () => {
   it('scores a tiny corpus exactly as computed by hand', async () => {
     const ws = await newWorkspace();
@@ -134,29 +163,8 @@ describe('BM25', () => {
 
   it('returns the exact BM25 top results with MaxScore pruning (checked against brute force)', async () => {
     const ws = await newWorkspace();
-    // A Zipf-like corpus: a few words in most chunks, many rare ones.
-    const words = Array.from({ length: 400 }, (_, i) => `w${i.toString(36)}x`);
-    let state = 7;
-    const random = () => {
-      state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
-      return state / 2_147_483_648;
-    };
-    const pick = () =>
-      words[Math.min(words.length - 1, Math.floor(Math.exp(random() * Math.log(words.length))) - 1)];
-    const texts = Array.from({ length: 600 }, () =>
-      Array.from({ length: 5 + Math.floor(random() * 40) }, pick).join(' '),
-    );
-    for (let i = 0; i < texts.length; i += 5) {
-      const documentId = (await insertDocument(db, ws.workspaceId, ws.sourceId)).id;
-      const prepared = await retrieval.prepare(
-        ws.workspaceId,
-        KEYWORD_ONLY,
-        texts.slice(i, i + 5).map((text, position) => chunk(text, position)),
-      );
-      await inTransaction(db, (tx) =>
-        retrieval.indexDocument(tx, { ...ws, documentId, generation: 1 }, prepared),
-      );
-    }
+    const words = ZIPF_WORDS;
+    await indexZipfCorpus(ws);
     // Every chunk's term frequencies and length, straight from PostgreSQL.
     const rows = await t.rows<{ id: number; len: number; tfs: Record<string, number> }>(sql`
       select c.id, c.term_count as len,
@@ -212,6 +220,52 @@ describe('BM25', () => {
         expect(score).toBeCloseTo(expected[index]?.[1] as number, 9);
       }
     }
+  });
+});
+
+describe('the keyword candidate budget', () => {
+  it('ranks only the rarest terms’ chunks past the budget, says so, and ranks all of them when asked for exact', async () => {
+    const ws = await newWorkspace();
+    await indexZipfCorpus(ws);
+    const budgeted = createRetrievalService({
+      db,
+      settings: createSettingsService(db),
+      models: { embed: () => Promise.reject(new Error('no embedding provider in these tests')) },
+      credentials: { get: () => Promise.reject(new Error('no vault in these tests')) },
+      firstPassPostings: 60,
+      candidateBudget: 80,
+    });
+    const words = ZIPF_WORDS;
+    // Common words only: MaxScore cannot rule them out, and together they hold hundreds of postings.
+    const query = words.slice(4, 13).join(' ');
+    const full = await retrieval.search(ws, { query, top_k: 10, mode: 'keyword' });
+    expect(full.exact).toBe(true);
+    const capped = await budgeted.search(ws, { query, top_k: 10, mode: 'keyword' });
+    expect(capped.exact).toBe(false);
+    expect(capped.results.length).toBe(10);
+    // Scores stay each chunk's true BM25, best first; only which chunks were ranked differs.
+    const trueScore = new Map(full.results.map((result) => [result.chunk.id, result.score]));
+    for (const result of capped.results) {
+      if (trueScore.has(result.chunk.id))
+        expect(result.score).toBeCloseTo(trueScore.get(result.chunk.id) as number, 9);
+    }
+    const scores = capped.results.map((result) => result.score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    expect(capped.results.map((r) => r.chunk.id)).not.toEqual(full.results.map((r) => r.chunk.id));
+
+    const asked = await budgeted.search(ws, { query, top_k: 10, mode: 'keyword', exact: true });
+    expect(asked.exact).toBe(true);
+    expect(asked.results.map((r) => [r.chunk.id, r.score])).toEqual(
+      full.results.map((r) => [r.chunk.id, r.score]),
+    );
+
+    // A query whose candidates fit the budget is exact without asking.
+    const rare = await budgeted.search(ws, {
+      query: `${words[300]} ${words[350]}`,
+      top_k: 10,
+      mode: 'keyword',
+    });
+    expect(rare.exact).toBe(true);
   });
 });
 

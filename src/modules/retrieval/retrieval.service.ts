@@ -88,6 +88,15 @@ export const FIRST_PASS_POSTINGS_PER_RESULT = 8;
 export const MIN_FIRST_PASS_POSTINGS = 200;
 
 /**
+ * Postings the keyword arm's second pass may score unless the search asks for `exact`: when
+ * the terms MaxScore cannot rule out hold more, only the chunks of the rarest of them (up to
+ * this many postings) are ranked and the response says `exact: false`. Reading a candidate
+ * costs microseconds, and the common words of a long query in a large scope can bring tens
+ * of thousands (bench/RESULTS.md); the rarest terms carry most of the score.
+ */
+export const KEYWORD_CANDIDATE_BUDGET = 6_000;
+
+/**
  * Chunks written since the last `ANALYZE` that make the next one due (and at least this share
  * of the chunks counted then). PostgreSQL's autovacuum analyzes on its own; embedded PGlite
  * has no autovacuum, and without statistics its planner keeps the plans of an empty table.
@@ -109,6 +118,8 @@ export interface SearchInput {
   /** Results scoring below it are left out (the scale depends on the mode: docs/retrieval.md). */
   min_score?: number;
   weights?: Partial<ArmWeights>;
+  /** Rank every keyword candidate, however many (default: within `KEYWORD_CANDIDATE_BUDGET`). */
+  exact?: boolean;
 }
 
 /** A chunk shown in a result. */
@@ -136,6 +147,8 @@ export interface SearchResult {
 export interface SearchResponse {
   results: SearchResult[];
   mode: SearchMode;
+  /** False when the keyword arm ranked only the chunks of the rarest terms (the budget bound). */
+  exact: boolean;
   took_ms: number;
 }
 
@@ -157,6 +170,8 @@ export interface RetrievalDependencies extends EmbeddingDependencies {
   bm25?: Bm25Parameters;
   /** Postings of the first keyword pass (by default from `FIRST_PASS_POSTINGS_PER_RESULT`). */
   firstPassPostings?: number;
+  /** Postings the second keyword pass may score unless a search asks for `exact` (`KEYWORD_CANDIDATE_BUDGET`). */
+  candidateBudget?: number;
   /**
    * The `search.keyword_only` feature flag for the caller: when it answers true, every search
    * ranks by keywords only, whatever mode was asked (no query is embedded). Absent: never.
@@ -220,21 +235,38 @@ export function createRetrievalService(deps: RetrievalDependencies) {
   const embeddingText = (chunk: IndexedChunk) =>
     chunk.headingPath.length > 0 ? `${chunk.headingPath.join(' > ')}\n\n${chunk.text}` : chunk.text;
 
-  /** BM25 over the full-text index, exact top `depth` with MaxScore pruning (docs/retrieval.md). */
-  async function keywordArm(scope: SearchScope, query: string, totals: CorpusStats, depth: number) {
+  /**
+   * BM25 over the full-text index, the top `depth` with MaxScore pruning (docs/retrieval.md):
+   * exact, unless the terms MaxScore cannot rule out hold more than the candidate budget's
+   * postings and the search did not ask for `exact`; then the chunks of the rarest of those
+   * terms, up to the budget, are ranked (`exact: false`).
+   */
+  async function keywordArm(
+    scope: SearchScope,
+    query: string,
+    totals: CorpusStats,
+    depth: number,
+    exact: boolean,
+  ): Promise<{ ranked: RankedChunk[]; exact: boolean }> {
     const terms = weighTerms(await reader.queryTerms(scope, query), totals, params);
-    if (terms.length === 0) return [];
+    if (terms.length === 0) return { ranked: [], exact: true };
     const avg = averageLength(totals);
     const budget =
       deps.firstPassPostings ?? Math.max(MIN_FIRST_PASS_POSTINGS, depth * FIRST_PASS_POSTINGS_PER_RESULT);
     const first = firstPassTerms(terms, budget);
     const ranked = await reader.keywordSearch(scope, terms, first, avg, depth, params);
-    if (first.length === terms.length) return ranked;
+    if (first.length === terms.length) return { ranked, exact: true };
     const threshold = ranked.length >= depth ? (ranked[depth - 1] as RankedChunk).score : 0;
     // A hair below the threshold: the bound must not exclude a chunk that ties it.
     const essential = essentialTerms(terms, threshold * (1 - 1e-9));
-    if (essential.every((term) => first.includes(term))) return ranked;
-    return reader.keywordSearch(scope, terms, essential, avg, depth, params);
+    if (essential.every((term) => first.includes(term))) return { ranked, exact: true };
+    const candidateBudget = deps.candidateBudget ?? KEYWORD_CANDIDATE_BUDGET;
+    const postings = essential.reduce((sum, term) => sum + term.documentFrequency, 0);
+    if (exact || postings <= candidateBudget) {
+      return { ranked: await reader.keywordSearch(scope, terms, essential, avg, depth, params), exact: true };
+    }
+    const capped = firstPassTerms(essential, candidateBudget);
+    return { ranked: await reader.keywordSearch(scope, terms, capped, avg, depth, params), exact: false };
   }
 
   async function queryVector(
@@ -319,7 +351,12 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     caller: Pick<Caller, 'workspaceId' | 'userId'>,
     input: SearchInput,
     signal?: AbortSignal,
-  ): Promise<{ mode: SearchMode; documents: CollapsedDocument[]; details: Map<number, ChunkDetail> }> {
+  ): Promise<{
+    mode: SearchMode;
+    exact: boolean;
+    documents: CollapsedDocument[];
+    details: Map<number, ChunkDetail>;
+  }> {
     const topK = input.top_k ?? DEFAULT_TOP_K;
     const scope: SearchScope = {
       workspaceId: caller.workspaceId,
@@ -338,8 +375,10 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     // In hybrid mode an arm weighted 0 is not run at all.
     const runKeyword = mode === 'keyword' || (mode === 'hybrid' && weights.keyword > 0);
     const runVector = models.length > 0 && (mode === 'vector' || (mode === 'hybrid' && weights.vector > 0));
-    const [keyword, vector] = await Promise.all([
-      runKeyword ? keywordArm(scope, input.query, totals, depth) : [],
+    const [{ ranked: keyword, exact }, vector] = await Promise.all([
+      runKeyword
+        ? keywordArm(scope, input.query, totals, depth, input.exact ?? false)
+        : { ranked: [], exact: true },
       runVector ? vectorArm(caller, scope, models, input.query, depth, signal) : [],
     ]);
     const ranked =
@@ -358,7 +397,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     ]);
     const details = await reader.chunkDetails(caller.workspaceId, ids);
     const documents = await rerank(input.query, collapsed, details, signal);
-    return { mode, documents, details };
+    return { mode, exact, documents, details };
   }
 
   function toResult(document: CollapsedDocument, details: Map<number, ChunkDetail>): SearchResult | null {
@@ -505,13 +544,13 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       if (found.documents.some((document) => !found.details.has(document.best.chunkId))) {
         found = await rankAndRead(caller, input, signal);
       }
-      const { mode, documents, details } = found;
+      const { mode, exact, documents, details } = found;
       const minScore = input.min_score;
       const results = documents
         .filter((document) => minScore === undefined || document.score >= minScore)
         .flatMap((document) => toResult(document, details) ?? []);
       stats.record(caller.workspaceId, mode, results.length, results.length > 0);
-      return { results, mode, took_ms: Math.round((performance.now() - started) * 10) / 10 };
+      return { results, mode, exact, took_ms: Math.round((performance.now() - started) * 10) / 10 };
     },
 
     /** The workspace's retrieval hit-rate since `since` (whole UTC days; default the last 24 h). */
