@@ -99,6 +99,8 @@ describe('POST /api/chat', () => {
       fallbacks: [],
     });
     expect(done.cost).toBeCloseTo((12 * 2 + 3 * 10) / 1_000_000, 12);
+    // The prices the cost was computed with travel with it, so it can be explained later.
+    expect(done.price).toEqual({ input_per_million: 2, output_per_million: 10 });
     expect(done.latency_ms).toBeGreaterThanOrEqual(0);
 
     const [request] = llm.modelRequests().slice(-1);
@@ -115,12 +117,13 @@ describe('POST /api/chat', () => {
       next_cursor: null,
     });
     expect(history.json().messages).toMatchObject([
-      { role: 'user', content: 'Say hello', usage: null, error: null },
+      { role: 'user', content: 'Say hello', usage: null, price: null, error: null },
       {
         id: message_id,
         role: 'assistant',
         content: 'Hello world',
         usage: { input_tokens: 12, output_tokens: 3 },
+        price: { input_per_million: 2, output_per_million: 10 },
         provider: 'loop',
         model: 'chat-model',
         error: null,

@@ -123,6 +123,9 @@ describe('execution modes', () => {
     expect(run).toMatchObject({ status: 'Completed', tokens_in: 20, tokens_out: 10 });
     expect(run.cost).toBeCloseTo((20 * 1 + 10 * 2) / 1_000_000, 12);
     expect(run.steps.map((s: Run) => s.provider)).toEqual(['loop', 'loop']);
+    // Each step keeps the prices its cost was computed with, so the cost can be explained later.
+    const price = { input_per_million: 1, output_per_million: 2 };
+    expect(run.steps.map((s: Run) => s.price)).toEqual([price, price]);
   });
 
   it('parallel: agents run at once, then a merge step combines their outputs', async () => {

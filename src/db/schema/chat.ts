@@ -15,6 +15,7 @@ import { StringEnum } from '../../lib/typebox.ts';
 import { agents } from './agents.ts';
 import { createdAt, updatedAt } from './columns.ts';
 import type { ToolCallRecord } from './runs.ts';
+import type { AppliedPrice } from './settings.ts';
 import { workspaces } from './workspaces.ts';
 
 export const MessageRoleSchema = StringEnum(['user', 'assistant'] as const);
@@ -80,6 +81,8 @@ export const messages = pgTable(
     citations: jsonb('citations').$type<Citation[]>().notNull().default([]),
     usage: jsonb('usage').$type<Usage>(),
     cost: doublePrecision('cost'),
+    /** The prices `cost` was computed with (null: no price, or no answer yet). */
+    price: jsonb('price').$type<AppliedPrice>(),
     latency_ms: integer('latency_ms'),
     provider: varchar('provider', { length: 100 }),
     model: varchar('model', { length: 255 }),

@@ -16,6 +16,7 @@ import { type Static, Type } from 'typebox';
 import { StringEnum } from '../../lib/typebox.ts';
 import { agents } from './agents.ts';
 import { createdAt, updatedAt } from './columns.ts';
+import type { AppliedPrice } from './settings.ts';
 import { ExecutionPolicySchema, workflows } from './workflows.ts';
 import { workspaces } from './workspaces.ts';
 
@@ -178,6 +179,8 @@ export const runSteps = pgTable(
     tokens_in: integer('tokens_in').notNull().default(0),
     tokens_out: integer('tokens_out').notNull().default(0),
     cost: doublePrecision('cost').notNull().default(0),
+    /** The prices `cost` was computed with (null: the model had no price). */
+    price: jsonb('price').$type<AppliedPrice>(),
     latency_ms: integer('latency_ms'),
     error: text('error'),
     started_at: timestamp('started_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),

@@ -93,6 +93,23 @@ export const ModelPriceSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The price a cost was computed with, stored beside the cost (run steps, chat answers) so the
+ * cost can be explained after the workspace's prices change. Null where the model had no price
+ * (the cost is then 0).
+ */
+export const AppliedPriceSchema = Type.Object(
+  {
+    input_per_million: ModelPriceSchema.properties.input_per_million,
+    output_per_million: ModelPriceSchema.properties.output_per_million,
+  },
+  {
+    additionalProperties: false,
+    description: 'the per-million-token prices the cost was computed with; null when the model had no price',
+  },
+);
+export type AppliedPrice = Static<typeof AppliedPriceSchema>;
+
 /** The `providers` namespace: the workspace's model endpoints, default model, prices and fallback order. */
 export const ProviderSettingsSchema = Type.Object({
   providers: Type.Array(ProviderConfigSchema, { maxItems: 20 }),

@@ -21,7 +21,16 @@ export type Citation = MessageRow['citations'][number];
 export type NewMessage = Omit<typeof messages.$inferInsert, 'id' | 'created_at'>;
 export type MessageOutcome = Pick<
   NewMessage,
-  'content' | 'tool_calls' | 'citations' | 'usage' | 'cost' | 'latency_ms' | 'provider' | 'model' | 'error'
+  | 'content'
+  | 'tool_calls'
+  | 'citations'
+  | 'usage'
+  | 'cost'
+  | 'price'
+  | 'latency_ms'
+  | 'provider'
+  | 'model'
+  | 'error'
 >;
 
 /** Whose conversations: a conversation belongs to a workspace and to the user who started it. */
@@ -147,6 +156,7 @@ export function createChatRepository(db: Db) {
             tool_calls = coalesce(${json(outcome.tool_calls)}::jsonb, tool_calls),
             citations = coalesce(${json(outcome.citations)}::jsonb, citations),
             usage = ${json(outcome.usage)}::jsonb, cost = ${outcome.cost ?? null},
+            price = ${json(outcome.price)}::jsonb,
             latency_ms = ${outcome.latency_ms ?? null}, provider = ${outcome.provider ?? null},
             model = ${outcome.model ?? null}, error = ${outcome.error ?? null}
           where workspace_id = ${workspaceId} and id = ${answerId}

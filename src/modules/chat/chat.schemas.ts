@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { CitationSchema, MessageRoleSchema, UsageSchema } from '../../db/schema/chat.ts';
 import { ToolCallRecordSchema } from '../../db/schema/runs.ts';
+import { AppliedPriceSchema } from '../../db/schema/settings.ts';
 import { Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
@@ -46,6 +47,7 @@ export const MessageSchema = Type.Object({
   cost: Nullable(
     Type.Number({ description: 'in the workspace’s price unit; 0 when the model has no price' }),
   ),
+  price: Nullable(AppliedPriceSchema),
   latency_ms: Nullable(Type.Integer()),
   provider: Nullable(Type.String()),
   model: Nullable(Type.String()),
@@ -77,6 +79,6 @@ export const ConversationDetail = Type.Object({
 /** The documented shape of the answer stream (written by `http/sse.ts`, not serialised by this schema). */
 export const ChatStreamResponse = {
   description:
-    'Server-Sent Events, ids counting from 1: `start` {conversation_id, message_id}, `delta` {text}, `tool_call` {id, name, input}, `tool_result` {id, name, output, error?}, `citation` {index, document_id, title, source, heading_path, score, passage} (a knowledge passage the answer quotes as `[index]`), then `done` {message_id, usage: {input_tokens, output_tokens}, cost, latency_ms, provider, model, fallbacks} or `error` {code, message}; a `: heartbeat` comment every 15 s.',
+    'Server-Sent Events, ids counting from 1: `start` {conversation_id, message_id}, `delta` {text}, `tool_call` {id, name, input}, `tool_result` {id, name, output, error?}, `citation` {index, document_id, title, source, heading_path, score, passage} (a knowledge passage the answer quotes as `[index]`), then `done` {message_id, usage: {input_tokens, output_tokens}, cost, price (the per-million prices the cost was computed with, or null), latency_ms, provider, model, fallbacks} or `error` {code, message}; a `: heartbeat` comment every 15 s.',
   content: { 'text/event-stream': { schema: Type.String() } },
 };

@@ -11,6 +11,7 @@ import {
   type ToolSet,
   tool,
 } from 'ai';
+import type { AppliedPrice } from '../../db/schema/settings.ts';
 import { AppError, type FieldError } from '../../errors.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
@@ -258,6 +259,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       request.signal.throwIfAborted();
       if (timedOut) throw failure(`no output within ${provider.timeout_ms} ms`, true);
       const input = [request.system ?? '', ...request.messages.map((m) => m.content)].join('\n');
+      const price = priceOf(settings, ref);
       const tokens = {
         input_tokens: usage?.inputTokens ?? estimateTokens(input),
         output_tokens: usage?.outputTokens ?? estimateTokens(text),
@@ -266,7 +268,8 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
         type: 'finish',
         text,
         usage: tokens,
-        cost: costOf(settings, ref, tokens),
+        cost: costOf(price, tokens),
+        price,
         provider: ref.provider,
         model: ref.name,
         latency_ms: Math.round(now() - started),
@@ -526,15 +529,24 @@ export function modelChain(
   return chain;
 }
 
-/** Cost in the workspace's price unit from its per-million prices; 0 when the model has no price. */
-export function costOf(
+/** The workspace's per-million prices of a model; null when it has none. */
+export function priceOf(
   settings: {
     prices: { provider: string; name: string; input_per_million: number; output_per_million: number }[];
   },
   ref: ModelRef,
+): AppliedPrice | null {
+  const price = settings.prices.find((p) => p.provider === ref.provider && p.name === ref.name);
+  return price
+    ? { input_per_million: price.input_per_million, output_per_million: price.output_per_million }
+    : null;
+}
+
+/** Cost in the workspace's price unit; 0 without a price. */
+export function costOf(
+  price: AppliedPrice | null,
   usage: { input_tokens: number; output_tokens: number },
 ): number {
-  const price = settings.prices.find((p) => p.provider === ref.provider && p.name === ref.name);
   if (!price) return 0;
   return (
     (usage.input_tokens * price.input_per_million + usage.output_tokens * price.output_per_million) /

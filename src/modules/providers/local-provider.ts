@@ -76,6 +76,7 @@ export async function* streamLocalTurn(
     text,
     usage: { input_tokens: estimateTokens(input), output_tokens: estimateTokens(text) },
     cost: 0,
+    price: null,
     ...LOCAL_PROVIDER,
     latency_ms: Math.round(performance.now() - started),
     fallbacks: [],

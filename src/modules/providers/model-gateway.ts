@@ -1,5 +1,6 @@
 import type { ModelRef, ToolRef } from '../../db/schema/agents.ts';
 import type { Citation, Usage } from '../../db/schema/chat.ts';
+import type { AppliedPrice } from '../../db/schema/settings.ts';
 import type { Component } from '../../lifecycle.ts';
 
 /** One message of the conversation a model sees. */
@@ -43,6 +44,8 @@ export type ModelEvent =
       usage: Usage;
       /** In the workspace's price units (USD by default) from its per-model prices; 0 when unpriced. */
       cost: number;
+      /** The prices `cost` was computed with; null when the model has no price. */
+      price: AppliedPrice | null;
       /** The provider and model that answered (after any fallback). */
       provider: string;
       model: string;

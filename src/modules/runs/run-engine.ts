@@ -426,6 +426,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
             tokens_in: answer.usage.input_tokens,
             tokens_out: answer.usage.output_tokens,
             cost: answer.cost,
+            price: answer.price,
             latency_ms: Math.round(performance.now() - began),
             finished_at: new Date(),
           });

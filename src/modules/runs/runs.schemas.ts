@@ -9,6 +9,7 @@ import {
   RunStepStatusSchema,
   ToolCallRecordSchema,
 } from '../../db/schema/runs.ts';
+import { AppliedPriceSchema } from '../../db/schema/settings.ts';
 import { DateTime, Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
@@ -99,6 +100,7 @@ export const RunStepSchema = Type.Object({
   tokens_in: Type.Integer(),
   tokens_out: Type.Integer(),
   cost: Type.Number(),
+  price: Nullable(AppliedPriceSchema),
   latency_ms: Nullable(Type.Integer()),
   error: Nullable(Type.String()),
   started_at: Timestamp(),
