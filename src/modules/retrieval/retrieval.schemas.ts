@@ -64,7 +64,7 @@ export const SearchBody = Type.Object(
     ),
     exact: Type.Optional(
       Type.Boolean({
-        description: `keyword ranking over every candidate, however many (default false: when the query's common words would bring more than ${KEYWORD_CANDIDATE_BUDGET.toLocaleString('en')} candidate postings, only the chunks of its rarest words are ranked, and the response says exact: false)`,
+        description: `default true: keyword ranking exactly BM25's, every candidate scored however many; false allows a faster, approximate ranking when the query's common words would bring more than ${KEYWORD_CANDIDATE_BUDGET.toLocaleString('en')} candidate postings: only the chunks of its rarest words are ranked, and the response says exact: false`,
       }),
     ),
   },
@@ -106,7 +106,7 @@ export const SearchResponseSchema = Type.Object({
   mode: SearchModeSchema,
   exact: Type.Boolean({
     description:
-      'false when the keyword ranking was limited to the chunks of the query’s rarest words (ask with exact: true for the full ranking); vector search is approximate (HNSW) either way',
+      'false when the keyword ranking was limited to the chunks of the query’s rarest words (only when the request said exact: false); vector search is approximate (HNSW) either way',
   }),
   took_ms: Type.Number(),
 });

@@ -224,7 +224,7 @@ describe('BM25', () => {
 });
 
 describe('the keyword candidate budget', () => {
-  it('ranks only the rarest terms’ chunks past the budget, says so, and ranks all of them when asked for exact', async () => {
+  it('with exact: false, ranks only the rarest terms’ chunks past the budget and says so; exact by default', async () => {
     const ws = await newWorkspace();
     await indexZipfCorpus(ws);
     const budgeted = createRetrievalService({
@@ -240,7 +240,7 @@ describe('the keyword candidate budget', () => {
     const query = words.slice(4, 13).join(' ');
     const full = await retrieval.search(ws, { query, top_k: 10, mode: 'keyword' });
     expect(full.exact).toBe(true);
-    const capped = await budgeted.search(ws, { query, top_k: 10, mode: 'keyword' });
+    const capped = await budgeted.search(ws, { query, top_k: 10, mode: 'keyword', exact: false });
     expect(capped.exact).toBe(false);
     expect(capped.results.length).toBe(10);
     // Scores stay each chunk's true BM25, best first; only which chunks were ranked differs.
@@ -253,17 +253,18 @@ describe('the keyword candidate budget', () => {
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
     expect(capped.results.map((r) => r.chunk.id)).not.toEqual(full.results.map((r) => r.chunk.id));
 
-    const asked = await budgeted.search(ws, { query, top_k: 10, mode: 'keyword', exact: true });
+    const asked = await budgeted.search(ws, { query, top_k: 10, mode: 'keyword' });
     expect(asked.exact).toBe(true);
     expect(asked.results.map((r) => [r.chunk.id, r.score])).toEqual(
       full.results.map((r) => [r.chunk.id, r.score]),
     );
 
-    // A query whose candidates fit the budget is exact without asking.
+    // A query whose candidates fit the budget is exact even when allowed not to be.
     const rare = await budgeted.search(ws, {
       query: `${words[300]} ${words[350]}`,
       top_k: 10,
       mode: 'keyword',
+      exact: false,
     });
     expect(rare.exact).toBe(true);
   });
