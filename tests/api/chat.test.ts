@@ -332,6 +332,27 @@ describe('errors', () => {
     expect((await t.call(alice, 'GET', '/api/chat/conversations')).json().total).toBe(before);
   });
 
+  it('leaves a conversation as it was when a follow-up fails before the first token: history and list order', async () => {
+    const frank = await t.newWorkspace('frank');
+    await configure(frank);
+    const opened = await (await chat(frank, { message: 'First question' })).done;
+    const conversationId = opened[0]?.data.conversation_id;
+    const other = await (await chat(frank, { message: 'Another topic' })).done;
+    const list = async () =>
+      (await t.call(frank, 'GET', '/api/chat/conversations')).json().items.map((c: { id: string }) => c.id);
+    const order = await list();
+    expect(order[0]).toBe(other[0]?.data.conversation_id);
+    const history = async () =>
+      (await t.call(frank, 'GET', `/api/chat/conversations/${conversationId}`)).json().messages;
+    const messages = await history();
+
+    llm.reply({ type: 'error', status: 500, message: 'upstream exploded' });
+    const failed = await chat(frank, { message: 'Follow-up', conversation_id: conversationId });
+    expect(failed.status).toBe(502);
+    expect(await history()).toEqual(messages);
+    expect(await list()).toEqual(order);
+  });
+
   it('ends a stream that already started with an error event, and stores the error with the partial answer', async () => {
     const erin = await t.newWorkspace('erin');
     await configure(erin, { timeout_ms: 300 });
