@@ -1,4 +1,4 @@
-import type { Component, ComponentHealth } from '../../lifecycle.ts';
+import { createPeriodicSweep } from '../../jobs/periodic-sweep.ts';
 import type { Logger } from '../../logger.ts';
 import type { AnalyticsService } from './analytics.service.ts';
 
@@ -19,48 +19,15 @@ export interface RollupJobOptions {
  * only query time, never correctness.
  */
 export function createRollupJob(options: RollupJobOptions) {
-  const name = 'Analytics rollups';
-  const intervalMs = options.intervalMs ?? 5 * 60_000;
-  let timer: NodeJS.Timeout | undefined;
-  let lastError: string | undefined;
-  let sweeping: Promise<number> | undefined;
-  const stopping = new AbortController();
-
-  function sweep(): Promise<number> {
-    if (sweeping) return sweeping;
-    sweeping = options.analytics
-      .rollup(stopping.signal)
-      .then((days) => {
-        lastError = undefined;
-        if (days > 0) options.log.info({ days }, 'analytics rollups computed');
-        return days;
-      })
-      .catch((error: unknown) => {
-        lastError = error instanceof Error ? error.message : String(error);
-        options.log.warn({ err: error }, 'the analytics rollup sweep failed; it runs again shortly');
-        return 0;
-      })
-      .finally(() => {
-        sweeping = undefined;
-      });
-    return sweeping;
-  }
-
-  const component: Component & { sweep(): Promise<number> } = {
-    name,
-    sweep,
-    async start() {
-      timer = setInterval(() => void sweep(), intervalMs);
-      timer.unref();
+  return createPeriodicSweep({
+    name: 'Analytics rollups',
+    log: options.log,
+    intervalMs: options.intervalMs ?? 5 * 60_000,
+    failure: 'the analytics rollup sweep failed; it runs again shortly',
+    async work(_reason, signal) {
+      const days = await options.analytics.rollup(signal);
+      if (days > 0) options.log.info({ days }, 'analytics rollups computed');
+      return days;
     },
-    async stop() {
-      clearInterval(timer);
-      stopping.abort(new Error('the process is stopping'));
-      await sweeping;
-    },
-    async health(): Promise<ComponentHealth> {
-      return lastError ? { name, status: 'down', detail: lastError } : { name, status: 'up' };
-    },
-  };
-  return component;
+  });
 }

@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
 import { defineJob, JobTimeoutError } from '../../jobs/job.ts';
+import { createPeriodicSweep } from '../../jobs/periodic-sweep.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import type { Component, ComponentHealth } from '../../lifecycle.ts';
+import type { Component } from '../../lifecycle.ts';
 import type { Logger } from '../../logger.ts';
 import type { CodegraphService, IndexJobPayload } from './codegraph.service.ts';
 
@@ -56,32 +57,17 @@ export interface CodegraphRecoveryOptions {
  * wakes workers (an in-process queue forgets everything when the process dies).
  */
 export function createCodegraphRecovery(options: CodegraphRecoveryOptions): Component {
-  let removeListener: (() => void) | undefined;
-  let lastError: string | undefined;
-  const sweep = async () => {
-    try {
+  return createPeriodicSweep({
+    name: 'Code graph recovery',
+    log: options.log,
+    failure: 'the code graph recovery sweep failed',
+    atStart: true,
+    alsoOn: (sweep) => options.queue.onJobsLost(sweep),
+    async work() {
       const count = await options.codegraph.recoverUnfinished();
       if (count > 0)
         options.log.info({ projects: count }, 'handed unfinished code graph indexes to the queue again');
-      lastError = undefined;
-    } catch (error) {
-      lastError = error instanceof Error ? error.message : String(error);
-      options.log.warn({ err: error }, 'the code graph recovery sweep failed');
-    }
-  };
-  return {
-    name: 'Code graph recovery',
-    async start() {
-      await sweep();
-      removeListener = options.queue.onJobsLost(() => void sweep());
+      return count;
     },
-    async stop() {
-      removeListener?.();
-    },
-    async health(): Promise<ComponentHealth> {
-      return lastError
-        ? { name: 'Code graph recovery', status: 'down', detail: lastError }
-        : { name: 'Code graph recovery', status: 'up' };
-    },
-  };
+  });
 }

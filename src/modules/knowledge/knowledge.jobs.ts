@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
 import { defineJob } from '../../jobs/job.ts';
+import { createPeriodicSweep } from '../../jobs/periodic-sweep.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import type { Component, ComponentHealth } from '../../lifecycle.ts';
+import type { Component } from '../../lifecycle.ts';
 import type { Logger } from '../../logger.ts';
 import { type DocumentIndexer, MAX_DELIVERIES } from './document-indexer.ts';
 import type { KnowledgeService } from './knowledge.service.ts';
@@ -65,44 +66,19 @@ export interface KnowledgeRecoveryOptions {
  * enqueue or a dead worker costs a delay, never a document.
  */
 export function createKnowledgeRecovery(options: KnowledgeRecoveryOptions): Component {
-  const intervalMs = options.intervalMs ?? 10_000;
   const quietForMs = options.quietForMs ?? 15_000;
-  let timer: NodeJS.Timeout | undefined;
-  let removeListener: (() => void) | undefined;
-  let lastError: string | undefined;
-  let sweeping = false;
-
-  const sweep = async (quiet: number) => {
-    if (sweeping) return;
-    sweeping = true;
-    try {
-      const count = await options.knowledge.recoverStranded(quiet);
-      if (count > 0) options.log.info({ jobs: count }, 'handed unfinished knowledge work to the queue again');
-      lastError = undefined;
-    } catch (error) {
-      lastError = error instanceof Error ? error.message : String(error);
-      options.log.warn({ err: error }, 'the knowledge sweep failed; it runs again shortly');
-    } finally {
-      sweeping = false;
-    }
-  };
-
-  return {
+  return createPeriodicSweep({
     name: 'Knowledge recovery',
-    async start() {
-      await sweep(0);
-      timer = setInterval(() => void sweep(quietForMs), intervalMs);
-      timer.unref();
-      removeListener = options.queue.onJobsLost(() => void sweep(0));
+    log: options.log,
+    intervalMs: options.intervalMs ?? 10_000,
+    failure: 'the knowledge sweep failed; it runs again shortly',
+    atStart: true,
+    alsoOn: (sweep) => options.queue.onJobsLost(sweep),
+    // Urgent (start, jobs lost): everything unfinished; periodic: only what has been still a while.
+    async work(reason) {
+      const count = await options.knowledge.recoverStranded(reason === 'urgent' ? 0 : quietForMs);
+      if (count > 0) options.log.info({ jobs: count }, 'handed unfinished knowledge work to the queue again');
+      return count;
     },
-    async stop() {
-      clearInterval(timer);
-      removeListener?.();
-    },
-    async health(): Promise<ComponentHealth> {
-      return lastError
-        ? { name: 'Knowledge recovery', status: 'down', detail: lastError }
-        : { name: 'Knowledge recovery', status: 'up' };
-    },
-  };
+  });
 }

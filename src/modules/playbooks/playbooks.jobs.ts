@@ -1,4 +1,4 @@
-import type { Component, ComponentHealth } from '../../lifecycle.ts';
+import { createPeriodicSweep } from '../../jobs/periodic-sweep.ts';
 import type { Logger } from '../../logger.ts';
 import type { PlaybooksService } from './playbooks.service.ts';
 import { DEFAULT_SCHEDULE, previousSlot } from './schedule.ts';
@@ -28,17 +28,12 @@ export function createNightlyMining(options: NightlyMiningOptions) {
   const intervalMs = options.intervalMs ?? 60_000;
   const leaseMs = options.leaseMs ?? 600_000;
   const now = options.now ?? (() => new Date());
-  let timer: NodeJS.Timeout | undefined;
-  let lastError: string | undefined;
-  let sweeping: Promise<number> | undefined;
-  const stopping = new AbortController();
-
   /** One look at every schedule; answers how many slots this process ran. */
-  async function sweepOnce(): Promise<number> {
+  async function sweepOnce(stopping: AbortSignal): Promise<number> {
     const at = now();
     let ran = 0;
     for (const schedule of await options.playbooks.schedules()) {
-      if (stopping.signal.aborted) break;
+      if (stopping.aborted) break;
       let slot: Date;
       try {
         slot = previousSlot(
@@ -65,7 +60,7 @@ export function createNightlyMining(options: NightlyMiningOptions) {
       if (!(await options.playbooks.claimSlot(schedule.workspace_id, slot, options.owner, leaseMs))) continue;
       ran += 1;
       try {
-        const result = await options.playbooks.nightly(schedule.workspace_id, stopping.signal);
+        const result = await options.playbooks.nightly(schedule.workspace_id, stopping);
         await options.playbooks.finishSlot(schedule.workspace_id, slot, options.owner, { result });
         options.log.info(
           { workspace_id: schedule.workspace_id, slot, ...result },
@@ -85,41 +80,11 @@ export function createNightlyMining(options: NightlyMiningOptions) {
     return ran;
   }
 
-  async function sweep(): Promise<number> {
-    if (sweeping) return sweeping;
-    sweeping = sweepOnce()
-      .then((ran) => {
-        lastError = undefined;
-        return ran;
-      })
-      .catch((error: unknown) => {
-        lastError = error instanceof Error ? error.message : String(error);
-        options.log.warn({ err: error }, 'the nightly mining sweep failed; it runs again shortly');
-        return 0;
-      })
-      .finally(() => {
-        sweeping = undefined;
-      });
-    return sweeping;
-  }
-
-  const component: Component & { sweep(): Promise<number> } = {
+  return createPeriodicSweep({
     name: 'Nightly playbook mining',
-    sweep,
-    async start() {
-      timer = setInterval(() => void sweep(), intervalMs);
-      timer.unref();
-    },
-    async stop() {
-      clearInterval(timer);
-      stopping.abort(new Error('the process is stopping'));
-      await sweeping;
-    },
-    async health(): Promise<ComponentHealth> {
-      return lastError
-        ? { name: 'Nightly playbook mining', status: 'down', detail: lastError }
-        : { name: 'Nightly playbook mining', status: 'up' };
-    },
-  };
-  return component;
+    log: options.log,
+    intervalMs,
+    failure: 'the nightly mining sweep failed; it runs again shortly',
+    work: (_reason, signal) => sweepOnce(signal),
+  });
 }

@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
 import { defineJob } from '../../jobs/job.ts';
+import { createPeriodicSweep } from '../../jobs/periodic-sweep.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import type { Component, ComponentHealth } from '../../lifecycle.ts';
+import type { Component } from '../../lifecycle.ts';
 import type { Logger } from '../../logger.ts';
 import type { RunEngine } from './run-engine.ts';
 import type { RunsService } from './runs.service.ts';
@@ -39,43 +40,18 @@ export interface RunRecoveryOptions {
  * this is what makes a lost enqueue or a dead worker cost a delay, never a run.
  */
 export function createRunRecovery(options: RunRecoveryOptions): Component {
-  const intervalMs = options.intervalMs ?? 5_000;
-  let timer: NodeJS.Timeout | undefined;
-  let removeListener: (() => void) | undefined;
-  let lastError: string | undefined;
-  let sweeping = false;
-
-  const sweep = async (queuedForMs?: number) => {
-    if (sweeping) return;
-    sweeping = true;
-    try {
-      const count = await options.runs.recoverStranded(queuedForMs);
-      if (count > 0) options.log.info({ runs: count }, 'handed stranded runs to the queue again');
-      lastError = undefined;
-    } catch (error) {
-      lastError = error instanceof Error ? error.message : String(error);
-      options.log.warn({ err: error }, 'the stranded-run sweep failed; it runs again shortly');
-    } finally {
-      sweeping = false;
-    }
-  };
-
-  return {
+  return createPeriodicSweep({
     name: 'Run recovery',
-    async start() {
-      await sweep(0);
-      timer = setInterval(() => void sweep(), intervalMs);
-      timer.unref();
-      removeListener = options.queue.onJobsLost(() => void sweep(0));
+    log: options.log,
+    intervalMs: options.intervalMs ?? 5_000,
+    failure: 'the stranded-run sweep failed; it runs again shortly',
+    atStart: true,
+    alsoOn: (sweep) => options.queue.onJobsLost(sweep),
+    // Urgent (start, jobs lost): every Queued run, however recent; periodic: the service's grace.
+    async work(reason) {
+      const count = await options.runs.recoverStranded(reason === 'urgent' ? 0 : undefined);
+      if (count > 0) options.log.info({ runs: count }, 'handed stranded runs to the queue again');
+      return count;
     },
-    async stop() {
-      clearInterval(timer);
-      removeListener?.();
-    },
-    async health(): Promise<ComponentHealth> {
-      return lastError
-        ? { name: 'Run recovery', status: 'down', detail: lastError }
-        : { name: 'Run recovery', status: 'up' };
-    },
-  };
+  });
 }
