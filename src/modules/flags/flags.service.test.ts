@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
+import type { SettingsActivity } from '../settings/settings.service.ts';
 import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
-import { createFlagsService, type FlagsActivity, ifMatchAdmits } from './flags.service.ts';
+import { createFlagsService, ifMatchAdmits } from './flags.service.ts';
 
 let db: TestDb;
 beforeAll(async () => {
@@ -19,7 +20,7 @@ async function newCaller() {
 }
 
 const recorded: unknown[] = [];
-const activity: FlagsActivity = {
+const activity: SettingsActivity = {
   async record(_tx, event) {
     recorded.push(event);
   },

@@ -2,6 +2,7 @@ import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { invalidFields, notFound, preconditionFailed } from '../../errors.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
+import type { SettingsActivity } from '../settings/settings.service.ts';
 import { BUILT_IN_FLAGS, type BuiltInFlag, isBuiltIn } from './built-in.ts';
 import {
   checkDefinition,
@@ -14,28 +15,9 @@ import {
 } from './evaluate.ts';
 import { createFlagsRepository, type FlagRow } from './flags.repository.ts';
 
-/**
- * The activity module's `record(tx, event)`, as far as flags need it: a
- * `system.settings_changed` event in the transaction of the flag's write.
- */
-export interface FlagsActivity {
-  record(
-    tx: Db,
-    event: {
-      workspaceId: string;
-      kind: 'system.settings_changed';
-      subjectType: 'settings';
-      subjectId: string;
-      message: string;
-      data: Record<string, unknown>;
-      actor: string;
-    },
-  ): Promise<unknown>;
-}
-
 export interface FlagsDependencies {
   db: Db;
-  activity: FlagsActivity;
+  activity: SettingsActivity;
   /** The workspace audit trail: `flag.created` / `flag.updated` with old and new definitions. */
   audit?: AuditRecorder;
 }

@@ -4,7 +4,7 @@ import { AppError, type FieldError, invalidFields } from '../../errors.ts';
 import { type AddressPolicy, vetHost } from '../../lib/net/address-guard.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
-import type { SettingsService } from '../settings/settings.service.ts';
+import type { SettingsActivity, SettingsService } from '../settings/settings.service.ts';
 import { LOCAL_PROVIDER } from './local-provider.ts';
 
 /** The gateway's contract, for the modules that call models (chat, runs) to import from a service file. */
@@ -41,25 +41,6 @@ const SECRET_HEADERS = new Set([...CLIENT_HEADERS, 'authorization', 'x-api-key',
 
 /** Credential fields that hold a provider's key, in the order they are looked for. */
 export const KEY_FIELDS = ['api_key', 'token'] as const;
-
-/**
- * The activity module's `record(tx, event)`, as far as provider settings need it: a
- * `system.settings_changed` event written in the settings change's transaction.
- */
-export interface SettingsActivity {
-  record(
-    tx: Db,
-    event: {
-      workspaceId: string;
-      kind: 'system.settings_changed';
-      subjectType: 'settings';
-      subjectId: string;
-      message: string;
-      data: Record<string, unknown>;
-      actor: string;
-    },
-  ): Promise<unknown>;
-}
 
 export interface ProvidersDependencies {
   db: Db;

@@ -23,6 +23,26 @@ export const SETTINGS_CACHE_TTL_MS = 30_000;
 /** Workspace-namespace pairs kept read. */
 const CACHE_ENTRIES = 20_000;
 
+/**
+ * The activity module's `record(tx, event)`, as far as a settings change needs it: a
+ * `system.settings_changed` event written in the change's transaction (providers, flags,
+ * tenants).
+ */
+export interface SettingsActivity {
+  record(
+    tx: Db,
+    event: {
+      workspaceId: string;
+      kind: 'system.settings_changed';
+      subjectType: 'settings';
+      subjectId: string;
+      message: string;
+      data: Record<string, unknown>;
+      actor: string;
+    },
+  ): Promise<unknown>;
+}
+
 export interface SettingsCacheOptions {
   /** Carries changes to every process (`EventHub`: Redis pub/sub when REDIS_URL is set). */
   hub: Pick<EventHub, 'publish' | 'subscribe'>;

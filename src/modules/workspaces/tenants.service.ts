@@ -2,29 +2,14 @@ import { type Db, inTransaction } from '../../db/transaction.ts';
 import { conflict, forbidden, invalid, notFound } from '../../errors.ts';
 import { isTimeZone } from '../../lib/time-zone.ts';
 import type { AuditRecorder } from '../audit/audit.service.ts';
+import type { SettingsActivity } from '../settings/settings.service.ts';
 import { createTenantsRepository, type TenantRow, type TenantWrite } from './tenants.repository.ts';
 
 type ModelRef = { provider: string; name: string };
 
-/** The activity module's `record(tx, event)`, as far as tenant settings need it. */
-export interface TenantsActivity {
-  record(
-    tx: Db,
-    event: {
-      workspaceId: string;
-      kind: 'system.settings_changed';
-      subjectType: 'settings';
-      subjectId: string;
-      message: string;
-      data: Record<string, unknown>;
-      actor: string;
-    },
-  ): Promise<unknown>;
-}
-
 export interface TenantsDependencies {
   db: Db;
-  activity: TenantsActivity;
+  activity: SettingsActivity;
   /**
    * Starts a new workspace of the tenant with the tenant's default model (the providers
    * settings' `default_model`), in the transaction that creates it.
