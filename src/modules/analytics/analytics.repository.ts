@@ -96,20 +96,12 @@ function runAggregate(row: Raw | undefined): RunAggregate {
   };
 }
 
-/** Sums of runs of one UTC day (`YYYY-MM-DD`) with their latency histogram. */
-export interface DayFigures {
-  /** Exact, when read from raw runs. */
-  latency_p50_ms?: number | null;
-  latency_p95_ms?: number | null;
-  runs: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost: number;
-  latency: Histogram;
-}
+/**
+ * Sums of runs of one UTC day (`YYYY-MM-DD`) with their latency histogram; the percentiles
+ * only when read from raw runs (exact).
+ */
+export type DayFigures = Omit<RunAggregate, 'latency_p50_ms' | 'latency_p95_ms'> &
+  Partial<Pick<RunAggregate, 'latency_p50_ms' | 'latency_p95_ms'>> & { latency: Histogram };
 
 /** The histogram bucket of a duration column, as `bucketOf` in lib/histogram.ts. */
 const latencyBucket = (column: SQL) =>
@@ -452,16 +444,7 @@ export function createAnalyticsRepository(db: Db) {
       const where = sql`workspace_id = ${workspaceId} and ${inRanges(sql`created_at`, ranges)}`;
       const day = sql`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`;
       const [sums, buckets] = await Promise.all([
-        rows(sql`select ${day} as day, count(*)::int as runs,
-            (count(*) filter (where status = 'Completed'))::int as completed,
-            (count(*) filter (where status = 'Failed'))::int as failed,
-            (count(*) filter (where status = 'Cancelled'))::int as cancelled,
-            coalesce(sum(tokens_in), 0)::float8 as input_tokens,
-            coalesce(sum(tokens_out), 0)::float8 as output_tokens,
-            coalesce(sum(cost), 0)::float8 as cost,
-            percentile_cont(0.5) within group (order by duration_ms) filter (where ${FINISHED}) as latency_p50_ms,
-            percentile_cont(0.95) within group (order by duration_ms) filter (where ${FINISHED}) as latency_p95_ms
-          from runs where ${where} group by 1`),
+        rows(sql`select ${day} as day, ${RUN_COLUMNS} from runs where ${where} group by 1`),
         rows(sql`select ${day} as day, ${latencyBucket(sql`duration_ms`)} as bucket, count(*)::int as n
           from runs where ${where} and ${FINISHED} group by 1, 2`),
       ]);

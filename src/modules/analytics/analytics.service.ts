@@ -84,17 +84,7 @@ export const successRate = (completed: number, failed: number): number | null =>
 const round = (value: number | null): number | null => (value === null ? null : Math.round(value * 10) / 10);
 
 function runFigures(runs: RunAggregate | undefined, chat: ChatAggregate | undefined) {
-  const r = runs ?? {
-    runs: 0,
-    completed: 0,
-    failed: 0,
-    cancelled: 0,
-    input_tokens: 0,
-    output_tokens: 0,
-    cost: 0,
-    latency_p50_ms: null,
-    latency_p95_ms: null,
-  };
+  const r = runs ?? fromDay(emptyDay());
   return {
     runs: r.runs,
     completed: r.completed,

@@ -48,15 +48,7 @@ export interface PolicyRunData {
     }[];
     durations: { variant: string | null; duration_ms: number | null }[];
     /** Per variant: units that searched, and their `knowledge_search` calls (y) with a result (x). */
-    searches: {
-      variant: string;
-      units: number;
-      sum_x: number;
-      sum_y: number;
-      sum_xx: number;
-      sum_yy: number;
-      sum_xy: number;
-    }[];
+    searches: (RatioArm & { variant: string })[];
   }>;
 }
 

@@ -17,6 +17,7 @@ import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import { paginate, totalCount } from '../../db/queries.ts';
 import { type RunStatus, runEvents, runSteps, runs } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
+import type { RatioArm } from '../../lib/stats/experiment-stats.ts';
 
 export type RunRow = typeof runs.$inferSelect;
 export type NewRun = Omit<typeof runs.$inferInsert, 'created_at' | 'updated_at'>;
@@ -49,15 +50,7 @@ export interface ExperimentSums {
 }
 
 /** One variant's sums of a ratio metric over units (x over y per unit). */
-export interface RatioSums {
-  variant: string;
-  units: number;
-  sum_x: number;
-  sum_y: number;
-  sum_xx: number;
-  sum_yy: number;
-  sum_xy: number;
-}
+export type RatioSums = RatioArm & { variant: string };
 
 export interface RunFilter {
   workflow_id?: string;
