@@ -57,7 +57,7 @@ import { createProvidersService } from './modules/providers/providers.service.ts
 import { createLocalModels } from './modules/retrieval/local-models.ts';
 import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
 import { createRunEngine } from './modules/runs/run-engine.ts';
-import { createRunLog } from './modules/runs/run-log.ts';
+import { createRunLog, createRunWriter } from './modules/runs/run-log.ts';
 import { renderGoal } from './modules/runs/run-state.ts';
 import { createRunRecovery, executeRunJob, RUN_EXECUTE } from './modules/runs/runs.jobs.ts';
 import { createRunsService } from './modules/runs/runs.service.ts';
@@ -197,11 +197,22 @@ export async function createServices(config: Config, database: Database, options
       log.warn({ err: error }, 'search counts could not be written; kept for the next try'),
     onAnalyzeError: (error) => log.warn({ err: error }, 'ANALYZE of the search index failed'),
   });
-  const commit = createRunLog({ db, hub: eventHub, activity: { recordAll: activity.recordAll } });
+  const runLog = {
+    db,
+    hub: eventHub,
+    activity: {
+      recordAll: activity.recordAll,
+      insertForSource: activity.insertForSource,
+      announce: activity.announce,
+    },
+  };
+  const commit = createRunLog(runLog);
+  const write = createRunWriter(runLog);
   const processOwner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const engine = createRunEngine({
     db,
     commit,
+    write,
     agents,
     workflows,
     models: modelGateway,
@@ -219,6 +230,7 @@ export async function createServices(config: Config, database: Database, options
   const runs = createRunsService({
     db,
     commit,
+    write,
     workflows,
     hub: eventHub,
     enqueue: (runId, jobId) => queue.enqueue(RUN_EXECUTE, { run_id: runId }, { jobId }),

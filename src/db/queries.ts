@@ -4,15 +4,37 @@ import {
   Column,
   count,
   desc,
+  getTableColumns,
   gt,
   is,
   lt,
   type Placeholder,
-  type SQL,
+  SQL,
   sql,
 } from 'drizzle-orm';
 import { PgArray, type PgTable, PgTimestamp } from 'drizzle-orm/pg-core';
 import type { Db } from './transaction.ts';
+
+/**
+ * A row of `table` as a raw statement (`db.execute`) returned it, column names as the database
+ * has them, mapped the way drizzle maps a query builder's rows (timestamps to `Date`, bigints
+ * to numbers): for statements no builder can express, such as data-modifying CTEs.
+ */
+export function decodeRow<Table extends PgTable>(
+  table: Table,
+  raw: Record<string, unknown>,
+): Table['$inferSelect'] {
+  const row: Record<string, unknown> = {};
+  for (const [key, column] of Object.entries(getTableColumns(table))) {
+    const value = raw[column.name];
+    row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  }
+  return row as Table['$inferSelect'];
+}
+
+/** A jsonb value in a statement: given in JS (sent as a parameter), or an SQL expression. */
+export const jsonValue = (value: Record<string, unknown> | SQL): SQL =>
+  is(value, SQL) ? sql`(${value})::jsonb` : sql`${JSON.stringify(value)}::jsonb`;
 
 /** The ILIKE pattern for a substring match of `q`, with LIKE wildcards escaped. */
 export const likePattern = (q: string): string => `%${q.replace(/[\\%_]/g, '\\$&')}%`;

@@ -72,6 +72,10 @@ export function createRedisConnection(options: RedisConnectionOptions): RedisCon
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     commandTimeout: 5000,
+    // Commands issued in one tick (a statement's run and feed notifications, many runs' at
+    // once under load) leave in one write: on this kind of machine a socket write costs more
+    // than the command. Only here: the duplicates carry blocking commands, which must not.
+    enableAutoPipelining: true,
   });
   watch(client, 'commands');
   const duplicates = new Set<Redis>();
@@ -126,6 +130,7 @@ export function createRedisConnection(options: RedisConnectionOptions): RedisCon
         enableOfflineQueue: waitForReconnect,
         maxRetriesPerRequest: waitForReconnect ? null : 1,
         commandTimeout: undefined,
+        enableAutoPipelining: false,
       });
       watch(connection, purpose);
       duplicates.add(connection);

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, type SQL, sql } from 'drizzle-orm';
-import { type CursorPage, pageByCursor } from '../../db/queries.ts';
+import { type CursorPage, jsonValue, pageByCursor } from '../../db/queries.ts';
 import { type ActivityKind, activityEvents } from '../../db/schema/activity.ts';
 import type { Db } from '../../db/transaction.ts';
 
@@ -49,6 +49,43 @@ const openHorizon = sql`(
       and elsewhere.datid <> (select oid from pg_database where datname = current_database())
   )
 )`;
+
+/**
+ * An entry written by a statement that also makes the change it records (see
+ * `insertForSource`): `data` may be SQL over that statement's source row, and `when` a
+ * condition on it.
+ */
+export interface ActivityStatementEntry {
+  kind: ActivityKind;
+  subjectType: string;
+  subjectId?: string;
+  /** The text, or SQL over the source row (`'Workflow “' || run.workflow_name || '” started'`). */
+  message: string | SQL;
+  data?: Record<string, unknown> | SQL;
+  actor?: string;
+  /** Written only when this holds for the source row (always when absent). */
+  when?: SQL;
+}
+
+/**
+ * The body of a CTE inserting `entries`, in order, for the workspace of the row of `source`
+ * (another CTE of the same statement, named as given): nothing when it has no row. Returns
+ * the ids; the statement announces the greatest after it commits.
+ */
+export function insertForSource(source: string, entries: ActivityStatementEntry[]): SQL {
+  const from = sql.raw(`"${source}"`);
+  const rows = entries.map(
+    (entry, n) => sql`(${n}::int, ${entry.kind}::varchar, ${entry.subjectType}::varchar,
+      ${entry.subjectId ?? null}::varchar, (${entry.message})::text, ${jsonValue(entry.data ?? {})},
+      ${entry.actor ?? null}::varchar, ${entry.when ?? sql`true`})`,
+  );
+  return sql`insert into ${activityEvents} (workspace_id, kind, subject_type, subject_id, message, data, actor)
+    select ${from}.workspace_id, v.kind, v.subject_type, v.subject_id, v.message, v.data, v.actor
+      from ${from} cross join lateral (values ${sql.join(rows, sql`, `)})
+        as v(n, kind, subject_type, subject_id, message, data, actor, ok)
+     where v.ok order by v.n
+    returning id`;
+}
 
 /** Which events a reader wants; every field is optional. */
 export interface ActivityFilter {

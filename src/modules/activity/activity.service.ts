@@ -7,6 +7,7 @@ import {
   type ActivityItem,
   type ActivityKind,
   createActivityRepository,
+  insertForSource,
 } from './activity.repository.ts';
 import {
   mintTicket,
@@ -16,7 +17,12 @@ import {
   ticketHash,
 } from './ws-tickets.ts';
 
-export type { ActivityFilter, ActivityItem, ActivityKind } from './activity.repository.ts';
+export type {
+  ActivityFilter,
+  ActivityItem,
+  ActivityKind,
+  ActivityStatementEntry,
+} from './activity.repository.ts';
 
 /** What a subject of the feed can be; the column is free text so later modules can add theirs. */
 export type ActivitySubjectType =
@@ -104,6 +110,17 @@ export function createActivityService(db: Db, deps: ActivityDependencies) {
     },
 
     recordAll,
+
+    /** The insert of entries by a statement that makes the change they record (see the repository). */
+    insertForSource,
+
+    /**
+     * Tells the readers of the workspace's feed that rows up to `id` exist: for a statement
+     * that wrote its entries itself (`insertForSource`), once it has committed.
+     */
+    announce(workspaceId: string, id: number): void {
+      deps.hub.publish(activityTopic(workspaceId), id);
+    },
 
     /** Newest first, by cursor: `before` is the previous page's `next_cursor`. */
     list(caller: Pick<Caller, 'workspaceId'>, query: ActivityFilter & { before?: number; limit: number }) {

@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, ilike, inArray, ne, or, sql } from 'drizzle-orm';
+import { and, desc, eq, getTableColumns, ilike, inArray, ne, or, type SQL, sql } from 'drizzle-orm';
 import {
   likePattern,
   type PageJson,
@@ -96,12 +96,23 @@ export function createAgentsRepository(db: Db) {
     },
 
     /** Sets the runtime status only when it differs, so an unchanged status takes no row lock. */
-    async setStatus(workspaceId: string, id: string, status: AgentRow['status']): Promise<void> {
-      await db
+    /**
+     * Sets the agent's shown status as a part of a run's statement (see the runs module's
+     * `WriteRun`): in the workspace of its `run` CTE, nothing when that has no row, nothing
+     * when unchanged.
+     */
+    statusFromRun: (id: string, status: AgentRow['status']): SQL =>
+      db
         .update(agents)
         .set({ status })
-        .where(and(byId(workspaceId, id), ne(agents.status, status)));
-    },
+        .where(
+          and(
+            eq(agents.id, id),
+            sql`${agents.workspace_id} = (select workspace_id from run)`,
+            ne(agents.status, status),
+          ),
+        )
+        .getSQL(),
 
     /** Deletes the agent; false when the workspace has no such agent. Takes the row lock. */
     async delete(workspaceId: string, id: string): Promise<boolean> {

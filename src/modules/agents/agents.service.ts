@@ -119,13 +119,12 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
     },
 
     /**
-     * For runs, after a step's commit: Idle -> Busy -> Idle, or Error after a failure. Its own
-     * statement, and none at all when the status is unchanged, so concurrent runs of one agent
-     * never queue on its row inside their step transactions. With several runs of one agent at
-     * once, the latest step to start or end decides what it shows.
+     * For runs, inside the statement that starts or ends a step: Idle -> Busy -> Idle, or Error
+     * after a failure. It changes (and locks) the agent's row only when the status changes, for
+     * the one statement's time, so concurrent runs of one agent seldom wait on it. With several
+     * runs of one agent at once, the latest step to start or end decides what it shows.
      */
-    setStatus: (workspaceId: string, id: string, status: AgentRow['status']) =>
-      repo.setStatus(workspaceId, id, status),
+    statusFromRun: (id: string, status: AgentRow['status']) => repo.statusFromRun(id, status),
   };
 }
 

@@ -1,21 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type SQL, sql } from 'drizzle-orm';
 import type { PlaybookTrigger, ToolCallRecord } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
+import type { ActivityStatementEntry } from '../activity/activity.service.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
 import type { PoliciesService } from '../policies/policies.service.ts';
 import type { ModelEvent, ModelGateway, ModelRequest } from '../providers/providers.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
-import type { CommitRunChange, RunChangeLog } from './run-log.ts';
+import { type CommitRunChange, RUN_CONTROL_TOPIC, type RunStatementEvent, type WriteRun } from './run-log.ts';
 import { retryDelayMs } from './run-state.ts';
-import { createRunsRepository, type RunRow } from './runs.repository.ts';
+import {
+  createRunsRepository,
+  type RunEnd as RunFinish,
+  type RunRow,
+  runFromRaw,
+} from './runs.repository.ts';
 
 export interface RunEngineDependencies {
   db: Db;
+  /** Rare changes (pause, hand back): a transaction with the run's log. */
   commit: CommitRunChange;
-  agents: Pick<AgentsService, 'findMany' | 'setStatus'>;
-  workflows: Pick<WorkflowsService, 'setStatus'>;
+  /** The hot path (claim, step start, step end, finish): one statement each. */
+  write: WriteRun;
+  agents: Pick<AgentsService, 'findMany' | 'statusFromRun'>;
+  workflows: Pick<WorkflowsService, 'setStatus' | 'statusFromRun'>;
   models: Pick<ModelGateway, 'stream'>;
   hub: Pick<EventHub, 'subscribe'>;
   /** Names this process's claims (`lease_owner` is it plus a suffix per execution). */
@@ -39,7 +49,7 @@ export interface RunEngineDependencies {
         workflow: string;
       },
     ): Promise<(agent: { id: string; name: string }) => PlaybookTrigger[]>;
-    countTriggers(tx: Db, attachmentIds: string[]): Promise<void>;
+    countTriggers(db: Db, attachmentIds: string[]): Promise<void>;
   };
   /** Assembles the context of an agent that has a policy (docs/policies.md). */
   policies?: Pick<PoliciesService, 'assembleForAgent'>;
@@ -93,6 +103,33 @@ export function createRunEngine(deps: RunEngineDependencies) {
   const maxClaims = deps.maxClaims ?? 3;
   const wait = deps.wait ?? ((ms, signal) => sleep(ms, undefined, { signal }));
   const repo = createRunsRepository(deps.db);
+  /** This process's executions by owner name: what a control request may concern. */
+  const executing = new Map<string, { runId: string; onControl(control: string | null): void }>();
+  let watchingControls = false;
+
+  /**
+   * One subscription per process to control requests (a cancel wakes the worker at once
+   * rather than at the next heartbeat): each wakes one read of the controls of the runs this
+   * process executes, rather than a subscription per run.
+   */
+  function watchControls(): void {
+    if (watchingControls) return;
+    watchingControls = true;
+    deps.hub.subscribe(RUN_CONTROL_TOPIC, () => {
+      const runIds = [...new Set([...executing.values()].map((execution) => execution.runId))];
+      if (runIds.length === 0) return;
+      repo.controlsOf(runIds).then(
+        (rows) => {
+          const controls = new Map(rows.map((row) => [row.id, row.control]));
+          for (const execution of executing.values()) {
+            const control = controls.get(execution.runId);
+            if (control) execution.onControl(control);
+          }
+        },
+        () => {}, // the heartbeat reads the control too
+      );
+    });
+  }
 
   /** Runs the job: returns when the run is finished, paused, or handed back. */
   async function execute(runId: string, jobSignal: AbortSignal): Promise<void> {
@@ -121,16 +158,9 @@ export function createRunEngine(deps: RunEngineDependencies) {
         () => {}, // a failed renewal is retried next beat; the lease outlives two misses
       );
     }, leaseMs / 3);
-    // A cancel through the API wakes the worker at once instead of at the next heartbeat.
-    const unsubscribe = deps.hub.subscribe(`run-control:${run.id}`, () => {
-      repo.findById(run.id).then(
-        (row) => checkControl(row?.control),
-        () => {},
-      );
-    });
+    watchControls();
+    executing.set(owner, { runId: run.id, onControl: checkControl });
 
-    // The workflow's shown status is written beside the steps, and before any later one.
-    let shown: Promise<void> = Promise.resolve();
     try {
       if (run.control === 'cancel') interrupt('cancel');
       if (deadline <= 0) interrupt('timeout');
@@ -138,13 +168,9 @@ export function createRunEngine(deps: RunEngineDependencies) {
       if (run.attempts > maxClaims) {
         throw Object.assign(new Error(`the run lost its worker ${run.attempts - 1} times`), { final: true });
       }
-      shown = showWorkflow(run, 'Running');
       const { output, finished } = await executeSteps(run, controller.signal);
-      await shown;
-      if (finished) await showWorkflow(run, 'Completed');
-      else await finish(run, { status: 'Completed', output });
+      if (!finished) await finish(run, { status: 'Completed', output });
     } catch (error) {
-      await shown;
       const reason =
         error instanceof RunInterrupted
           ? error.reason
@@ -155,44 +181,49 @@ export function createRunEngine(deps: RunEngineDependencies) {
     } finally {
       clearTimeout(timeout);
       clearInterval(heartbeat);
-      unsubscribe();
+      executing.delete(owner);
       jobSignal.removeEventListener('abort', onJobAbort);
     }
   }
 
   /**
-   * Claims the run for `owner` and, in the same transaction, starts it (first claim) or
-   * settles what its lost worker left (a later claim). Undefined when it is not claimable.
-   * A run past its claim limit is claimed without starting: the caller fails it.
+   * Claims the run for `owner` and, in the same statement, starts it (first claim: its
+   * workflow shows Running) or settles what its lost worker left (a later claim: the steps
+   * left Running fail). Undefined when it is not claimable. A run past its claim limit is
+   * claimed without starting: the caller fails it.
    */
   async function claim(runId: string, owner: string): Promise<RunRow | undefined> {
-    // The workspace is known once the row is claimed; the log reads it after the work.
-    const target = { id: runId, workspace_id: '' };
-    return deps.commit(
-      target,
-      async (tx, log) => {
-        const runs = createRunsRepository(tx);
-        const run = await runs.claim(runId, owner, leaseMs);
-        if (!run) return undefined;
-        target.workspace_id = run.workspace_id;
-        if (run.attempts > maxClaims) return run;
-        if (run.attempts === 1) {
-          log.event('run.started', { workflow_id: run.workflow_id, agent_ids: run.agent_ids });
-          await log.activity({
-            kind: 'workflow.started',
-            subjectType: 'run',
-            subjectId: run.id,
-            message: `Workflow “${run.workflow_name}” started`,
-            data: { workflow_id: run.workflow_id },
-          });
-        } else {
-          await runs.abandonRunningSteps(run.id, 'interrupted: the worker was lost');
-          log.event('run.resumed', { after_step: run.next_step, claim: run.attempts });
-        }
-        return run;
-      },
-      { rowLocked: true },
-    );
+    const first = sql`run.attempts = 1`;
+    const row = await deps.write(runId, {
+      ctes: [
+        ['run', repo.claimQuery(runId, owner, leaseMs)],
+        ['abandoned', repo.abandonStepsQuery(maxClaims, 'interrupted: the worker was lost')],
+        ['workflow', deps.workflows.statusFromRun('Running', sql`attempts <= ${maxClaims}`)],
+      ],
+      events: [
+        {
+          type: 'run.started',
+          data: sql`jsonb_build_object('workflow_id', run.workflow_id, 'agent_ids', run.agent_ids)`,
+          when: first,
+        },
+        {
+          type: 'run.resumed',
+          data: sql`jsonb_build_object('after_step', run.next_step, 'claim', run.attempts)`,
+          when: sql`run.attempts between 2 and ${maxClaims}`,
+        },
+      ],
+      activity: [
+        {
+          kind: 'workflow.started',
+          subjectType: 'run',
+          subjectId: runId,
+          message: sql`'Workflow “' || run.workflow_name || '” started'`,
+          data: sql`jsonb_build_object('workflow_id', run.workflow_id)`,
+          when: first,
+        },
+      ],
+    });
+    return row && runFromRaw(row);
   }
 
   /**
@@ -203,15 +234,15 @@ export function createRunEngine(deps: RunEngineDependencies) {
     run: RunRow,
     signal: AbortSignal,
   ): Promise<{ output: string; finished: boolean }> {
-    const agents = await deps.agents.findMany(run.workspace_id, run.agent_ids);
-    const triggersOf = deps.playbooks
-      ? await deps.playbooks.triggersFor(run.workspace_id, run.agent_ids, {
-          goal: run.plan.goal,
-          context: run.context,
-          inputs: run.inputs,
-          workflow: run.workflow_name,
-        })
-      : undefined;
+    const [agents, triggersOf] = await Promise.all([
+      deps.agents.findMany(run.workspace_id, run.agent_ids),
+      deps.playbooks?.triggersFor(run.workspace_id, run.agent_ids, {
+        goal: run.plan.goal,
+        context: run.context,
+        inputs: run.inputs,
+        workflow: run.workflow_name,
+      }),
+    ]);
     const triggers = (agent: AgentRow | undefined) => (agent && triggersOf ? triggersOf(agent) : []);
     // A first claim has no steps yet; a later one continues after the last completed.
     const steps = run.attempts === 1 ? [] : await repo.listSteps(run.id);
@@ -305,6 +336,8 @@ export function createRunEngine(deps: RunEngineDependencies) {
         return await attemptStep(run, { ...step, attempt }, signal);
       } catch (error) {
         if (signal.aborted) throw signal.reason;
+        // The run is no longer this worker's: not the step's failure, nothing to retry.
+        if (error instanceof RunInterrupted) throw error;
         if (attempt < attempts) {
           await wait(retryDelayMs(attempt, 500, 30_000, deps.random), signal).catch(() => {
             throw signal.reason;
@@ -330,46 +363,60 @@ export function createRunEngine(deps: RunEngineDependencies) {
       triggers.length > 0
         ? `${triggers.map((trigger) => trigger.text).join('\n\n')}\n\n${step.prompt}`
         : step.prompt;
-    const started = await deps.commit(run, async (tx, log) => {
-      const row = await createRunsRepository(tx).insertStep({
-        run_id: run.id,
-        workspace_id: run.workspace_id,
-        position: step.position,
-        attempt: step.attempt,
-        kind,
-        agent_id: agent?.id ?? null,
-        agent_name: kind === 'merge' ? null : label,
-        status: 'Running',
-        prompt,
-        playbook_triggers: triggers,
-      });
-      for (const trigger of triggers) log.event('playbook.triggered', { step_id: row.id, ...trigger });
-      if (triggers.length > 0 && step.attempt === 1) {
-        await deps.playbooks?.countTriggers(
-          tx,
-          triggers.map((trigger) => trigger.attachment_id),
-        );
-      }
-      log.event('step.started', {
-        step_id: row.id,
-        position: step.position,
-        attempt: step.attempt,
-        kind,
-        agent: agent ? { id: agent.id, name: agent.name } : null,
-      });
-      if (agent) {
-        await log.activity({
-          kind: 'agent.started',
-          subjectType: 'agent',
-          subjectId: agent.id,
-          message: `Agent “${agent.name}” started a task of “${run.workflow_name}”`,
-          data: { run_id: run.id },
-        });
-      }
-      return row;
+    const owner = run.lease_owner as string;
+    // The step's id is the database's: events written with the step refer to it by SQL.
+    const stepId = sql`(select id from step)`;
+    const started = await deps.write(run.id, {
+      ctes: [
+        ['run', repo.ownedQuery(run.id, owner)],
+        [
+          'step',
+          repo.insertStepQuery({
+            position: step.position,
+            attempt: step.attempt,
+            kind,
+            agent_id: agent?.id ?? null,
+            agent_name: kind === 'merge' ? null : label,
+            status: 'Running',
+            prompt,
+            playbook_triggers: triggers,
+          }),
+        ],
+        ...agentStatus(agent, 'Busy'),
+      ],
+      events: [
+        ...triggers.map((trigger) => ({ type: 'playbook.triggered', data: withStep(stepId, trigger) })),
+        {
+          type: 'step.started',
+          data: withStep(stepId, {
+            position: step.position,
+            attempt: step.attempt,
+            kind,
+            agent: agent ? { id: agent.id, name: agent.name } : null,
+          }),
+        },
+      ],
+      activity: agent
+        ? [
+            {
+              kind: 'agent.started',
+              subjectType: 'agent',
+              subjectId: agent.id,
+              message: `Agent “${agent.name}” started a task of “${run.workflow_name}”`,
+              data: { run_id: run.id },
+            },
+          ]
+        : [],
+      select: sql`(select id from step) as step_id`,
     });
-    // Written beside the model call, and before the status that follows it.
-    const busy = agent ? showAgent(run, agent, 'Busy') : Promise.resolve();
+    if (!started) throw new RunInterrupted('lease_lost');
+    const startedId = String(started.step_id);
+    if (triggers.length > 0 && step.attempt === 1) {
+      await deps.playbooks?.countTriggers(
+        deps.db,
+        triggers.map((trigger) => trigger.attachment_id),
+      );
+    }
 
     const began = performance.now();
     const toolCalls: ToolCallRecord[] = [];
@@ -413,59 +460,78 @@ export function createRunEngine(deps: RunEngineDependencies) {
       }
       if (!finish) throw new Error('the model stream ended without an answer');
       const answer = finish;
-      await deps.commit(
-        run,
-        async (tx, log) => {
-          const runs = createRunsRepository(tx);
-          await runs.updateStep(started.id, {
-            status: 'Completed',
-            output: answer.text,
-            tool_calls: toolCalls,
-            provider: answer.provider,
-            model: answer.model,
-            tokens_in: answer.usage.input_tokens,
-            tokens_out: answer.usage.output_tokens,
-            cost: answer.cost,
-            price: answer.price,
-            latency_ms: Math.round(performance.now() - began),
-            finished_at: new Date(),
-          });
-          const progressed = await runs.addStepProgress(run.id, run.lease_owner as string, {
-            output: answer.text,
-            tokensIn: answer.usage.input_tokens,
-            tokensOut: answer.usage.output_tokens,
-            cost: answer.cost,
-            ...(kind === 'agent' ? { agentName: label } : {}),
-            tools: toolCalls.map((c) => c.name),
-          });
-          if (!progressed) throw new RunInterrupted('lease_lost');
-          for (const call of toolCalls) log.event('tool_call', { step_id: started.id, ...call });
-          log.event('step.completed', {
-            step_id: started.id,
-            position: step.position,
-            attempt: step.attempt,
-            provider: answer.provider,
-            model: answer.model,
-            usage: answer.usage,
-            cost: answer.cost,
-            fallbacks: answer.fallbacks,
-          });
-          if (agent) {
-            await log.activity({
-              kind: 'agent.completed',
-              subjectType: 'agent',
-              subjectId: agent.id,
-              message: `Agent “${agent.name}” completed a task of “${run.workflow_name}”`,
-              data: { run_id: run.id },
-            });
-          }
-          // The last step's success ends the run in the same commit.
-          if (step.last) await finishIn(tx, log, run, { status: 'Completed', output: answer.text });
-        },
-        { rowLocked: true },
-      );
-      await busy;
-      if (agent) await showAgent(run, agent, 'Idle');
+      // The last step's success ends the run in the same statement.
+      const end: RunFinish | undefined = step.last ? { status: 'Completed', output: answer.text } : undefined;
+      const progressed = await deps.write(run.id, {
+        ctes: [
+          [
+            'run',
+            repo.progressQuery(
+              run.id,
+              owner,
+              {
+                output: answer.text,
+                tokensIn: answer.usage.input_tokens,
+                tokensOut: answer.usage.output_tokens,
+                cost: answer.cost,
+                ...(kind === 'agent' ? { agentName: label } : {}),
+                tools: toolCalls.map((c) => c.name),
+              },
+              end,
+            ),
+          ],
+          [
+            'step',
+            repo.endStepQuery(startedId, {
+              status: 'Completed',
+              output: answer.text,
+              tool_calls: toolCalls,
+              provider: answer.provider,
+              model: answer.model,
+              tokens_in: answer.usage.input_tokens,
+              tokens_out: answer.usage.output_tokens,
+              cost: answer.cost,
+              price: answer.price,
+              latency_ms: Math.round(performance.now() - began),
+              finished_at: new Date(),
+            }),
+          ],
+          ...agentStatus(agent, 'Idle'),
+          ...(end ? [['workflow', deps.workflows.statusFromRun(end.status)] as [string, SQL]] : []),
+        ],
+        events: [
+          ...toolCalls.map((call) => ({ type: 'tool_call', data: { step_id: startedId, ...call } })),
+          {
+            type: 'step.completed',
+            data: {
+              step_id: startedId,
+              position: step.position,
+              attempt: step.attempt,
+              provider: answer.provider,
+              model: answer.model,
+              usage: answer.usage,
+              cost: answer.cost,
+              fallbacks: answer.fallbacks,
+            },
+          },
+          ...(end ? [endEvent(end)] : []),
+        ],
+        activity: [
+          ...(agent
+            ? [
+                {
+                  kind: 'agent.completed' as const,
+                  subjectType: 'agent',
+                  subjectId: agent.id,
+                  message: `Agent “${agent.name}” completed a task of “${run.workflow_name}”`,
+                  data: { run_id: run.id },
+                },
+              ]
+            : []),
+          ...(end ? [endActivity(run, end)] : []),
+        ],
+      });
+      if (!progressed) throw new RunInterrupted('lease_lost');
       return { output: answer.text, toolCalls };
     } catch (error) {
       const interrupted = signal.aborted
@@ -474,87 +540,67 @@ export function createRunEngine(deps: RunEngineDependencies) {
           ? error
           : undefined;
       const message = interrupted ? `interrupted: ${interrupted.reason}` : describe(error);
+      // Recorded whoever owns the run now: this attempt failed either way.
       await deps
-        .commit(run, async (tx, log) => {
-          await createRunsRepository(tx).updateStep(started.id, {
-            status: 'Failed',
-            error: message,
-            tool_calls: toolCalls,
-            latency_ms: Math.round(performance.now() - began),
-            finished_at: new Date(),
-          });
-          log.event('step.failed', {
-            step_id: started.id,
-            position: step.position,
-            attempt: step.attempt,
-            error: message,
-          });
-          if (agent) {
-            if (!interrupted) {
-              await log.activity({
-                kind: 'agent.failed',
-                subjectType: 'agent',
-                subjectId: agent.id,
-                message: `Agent “${agent.name}” failed a task of “${run.workflow_name}”: ${message}`,
-                data: { run_id: run.id },
-              });
-            }
-          }
+        .write(run.id, {
+          ctes: [
+            ['run', repo.lockedQuery(run.id)],
+            [
+              'step',
+              repo.endStepQuery(startedId, {
+                status: 'Failed',
+                error: message,
+                tool_calls: toolCalls,
+                latency_ms: Math.round(performance.now() - began),
+                finished_at: new Date(),
+              }),
+            ],
+            ...agentStatus(agent, interrupted ? 'Idle' : 'Error'),
+          ],
+          events: [
+            {
+              type: 'step.failed',
+              data: { step_id: startedId, position: step.position, attempt: step.attempt, error: message },
+            },
+          ],
+          activity:
+            agent && !interrupted
+              ? [
+                  {
+                    kind: 'agent.failed',
+                    subjectType: 'agent',
+                    subjectId: agent.id,
+                    message: `Agent “${agent.name}” failed a task of “${run.workflow_name}”: ${message}`,
+                    data: { run_id: run.id },
+                  },
+                ]
+              : [],
         })
         .catch(() => {}); // recording the failure must not hide it
-      await busy;
-      if (agent) await showAgent(run, agent, interrupted ? 'Idle' : 'Error');
       throw interrupted ?? error;
     }
   }
 
-  /** The workflow shows its latest run's status; like the agent's, a hint written after the commit. */
-  async function showWorkflow(run: RunRow, status: RunRow['status']): Promise<void> {
-    if (run.workflow_id)
-      await deps.workflows.setStatus(run.workspace_id, run.workflow_id, status).catch(() => {});
+  /** The agent's shown status as a part of a step's statement; none for a merge step. */
+  function agentStatus(agent: AgentRow | undefined, status: AgentRow['status']): [string, SQL][] {
+    return agent ? [['agent', deps.agents.statusFromRun(agent.id, status)]] : [];
   }
 
-  /** The agent's shown status is a hint, not the truth: failing to write it never fails the step. */
-  async function showAgent(run: RunRow, agent: AgentRow, status: AgentRow['status']): Promise<void> {
-    await deps.agents.setStatus(run.workspace_id, agent.id, status).catch(() => {});
-  }
-
-  /** Ends the run in a final status with its totals; only while this worker owns it. */
-  async function finish(run: RunRow, end: RunEnd): Promise<void> {
-    await deps.commit(run, (tx, log) => finishIn(tx, log, run, end), { rowLocked: true });
-    await showWorkflow(run, end.status);
-  }
-
-  /** `finish`'s change, in the caller's transaction (the last step's, or its own). */
-  async function finishIn(tx: Db, log: RunChangeLog, run: RunRow, end: RunEnd): Promise<void> {
-    const row = await createRunsRepository(tx).finishOwned(run.id, run.lease_owner as string, {
-      status: end.status,
-      output: end.output ?? null,
-      failure_reason: end.reason ?? null,
-      error: end.error ?? null,
-    });
-    if (!row) return;
-    const type = { Completed: 'run.completed', Failed: 'run.failed', Cancelled: 'run.cancelled' }[end.status];
-    log.event(type, {
-      status: row.status,
-      failure_reason: row.failure_reason,
-      error: row.error,
-      duration_ms: row.duration_ms,
-      tokens_in: row.tokens_in,
-      tokens_out: row.tokens_out,
-      cost: row.cost,
-    });
-    const kind = {
-      Completed: 'workflow.completed',
-      Failed: 'workflow.failed',
-      Cancelled: 'workflow.cancelled',
-    }[end.status] as 'workflow.completed';
-    await log.activity({
-      kind,
-      subjectType: 'run',
-      subjectId: run.id,
-      message: `Workflow “${run.workflow_name}” ${end.status.toLowerCase()}${end.error ? `: ${end.error}` : ''}`,
-      data: { workflow_id: run.workflow_id, duration_ms: row.duration_ms, cost: row.cost },
+  /** Ends the run in a final status with its totals, while this worker owns it; one statement. */
+  async function finish(run: RunRow, how: RunEnd): Promise<void> {
+    const end: RunFinish = {
+      status: how.status,
+      output: how.output ?? null,
+      failure_reason: how.reason ?? null,
+      error: how.error ?? null,
+    };
+    await deps.write(run.id, {
+      ctes: [
+        ['run', repo.finishQuery(run.id, run.lease_owner as string, end)],
+        ['workflow', deps.workflows.statusFromRun(end.status)],
+      ],
+      events: [endEvent(end)],
+      activity: [endActivity(run, end)],
     });
   }
 
@@ -611,7 +657,10 @@ export function createRunEngine(deps: RunEngineDependencies) {
           },
           { rowLocked: true },
         );
-        await showWorkflow(run, 'Paused');
+        if (run.workflow_id) {
+          // A hint beside the run's truth, as in a control request's transition.
+          await deps.workflows.setStatus(run.workspace_id, run.workflow_id, 'Paused').catch(() => {});
+        }
         return;
       case 'shutdown':
         // The process is stopping: hand the run back at once rather than after the lease.
@@ -638,6 +687,38 @@ export function createRunEngine(deps: RunEngineDependencies) {
 }
 
 export type RunEngine = ReturnType<typeof createRunEngine>;
+
+/** The event that ends a run, with its totals as the run's row has them after the change. */
+function endEvent(end: RunFinish): RunStatementEvent {
+  const type = { Completed: 'run.completed', Failed: 'run.failed', Cancelled: 'run.cancelled' }[end.status];
+  return {
+    type,
+    data: sql`jsonb_build_object('status', run.status, 'failure_reason', run.failure_reason,
+      'error', run.error, 'duration_ms', run.duration_ms, 'tokens_in', run.tokens_in,
+      'tokens_out', run.tokens_out, 'cost', run.cost)`,
+  };
+}
+
+/** The activity entry of a run's end. */
+function endActivity(run: RunRow, end: RunFinish): ActivityStatementEntry {
+  const { status } = end;
+  const kind = {
+    Completed: 'workflow.completed',
+    Failed: 'workflow.failed',
+    Cancelled: 'workflow.cancelled',
+  }[status] as 'workflow.completed';
+  return {
+    kind,
+    subjectType: 'run',
+    subjectId: run.id,
+    message: `Workflow “${run.workflow_name}” ${status.toLowerCase()}${end.error ? `: ${end.error}` : ''}`,
+    data: sql`jsonb_build_object('workflow_id', run.workflow_id, 'duration_ms', run.duration_ms, 'cost', run.cost)`,
+  };
+}
+
+/** An event's data with the id of the step the same statement inserts (`step`). */
+const withStep = (stepId: SQL, data: object): SQL =>
+  sql`jsonb_build_object('step_id', ${stepId}) || ${JSON.stringify(data)}::jsonb`;
 
 const MERGE_SYSTEM =
   'You merge the answers of several agents who worked on the same goal in parallel into one answer. Keep what they agree on, resolve conflicts explicitly, and do not invent anything none of them said.';

@@ -1,7 +1,17 @@
+import { type SQL, sql } from 'drizzle-orm';
+import { jsonValue } from '../../db/queries.ts';
 import type { ActivityKind } from '../../db/schema/activity.ts';
+import { runEvents } from '../../db/schema/runs.ts';
 import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
+import type { ActivityStatementEntry } from '../activity/activity.service.ts';
 import { createRunsRepository } from './runs.repository.ts';
+
+/**
+ * The event hub topic of control requests (cancel) for running runs: published with id 0
+ * after the request commits; each executing process reads the controls of its runs.
+ */
+export const RUN_CONTROL_TOPIC = 'run-control';
 
 /** An entry of the workspace's activity feed, written in the transaction it describes. */
 export interface ActivityEntry {
@@ -14,9 +24,13 @@ export interface ActivityEntry {
   actor?: string;
 }
 
-/** What runs need of the activity module: writes inside their transaction, one statement for all. */
+/** What runs need of the activity module: writes inside their transaction, or inside their statement. */
 export interface ActivityRecorder {
   recordAll(tx: Db, entries: ActivityEntry[]): Promise<number[]>;
+  /** A CTE body inserting entries for the workspace of the row of another CTE, `source`. */
+  insertForSource(source: string, entries: ActivityStatementEntry[]): SQL;
+  /** Wakes the feed's readers once a statement that wrote entries has committed. */
+  announce(workspaceId: string, id: number): void;
 }
 
 /** What a change to a run may append while its transaction is open. */
@@ -84,3 +98,73 @@ export function createRunLog({ db, hub, activity }: RunLogDependencies) {
 }
 
 export type CommitRunChange = ReturnType<typeof createRunLog>;
+
+/** An event appended by a run statement: `data` may be SQL over the run's row (`run`). */
+export interface RunStatementEvent {
+  type: string;
+  data?: Record<string, unknown> | SQL;
+  /** Appended only when this holds for the run's row (always when absent). */
+  when?: SQL;
+}
+
+/**
+ * One change of a run as a single statement: data-modifying CTEs, the first named `run` and
+ * yielding the run's row (an update of it, or the row selected `FOR NO KEY UPDATE`, which
+ * orders the log's appends as `commitRunChange`'s lock does); the others may read `run` and
+ * each other. The events and activity entries are written for the run only when `run` has a
+ * row, so a change whose guard fails (another worker owns the run) writes nothing.
+ */
+export interface RunStatement {
+  ctes: [name: string, query: SQL][];
+  events?: RunStatementEvent[];
+  activity?: ActivityStatementEntry[];
+  /** What the statement answers for the run's row (`run.*` when absent). */
+  select?: SQL;
+}
+
+/**
+ * The engine's hot path: a run's change, its log events and its activity in one round trip
+ * and one commit (no BEGIN, no COMMIT of its own), where `commitRunChange` takes at least four.
+ * Readers are woken once it has returned, that is once it has committed. Resolves to the
+ * selected row as the database returned it, or undefined when `run` had no row. A statement
+ * whose acknowledgement is lost may have committed: its callers decide from the run's row
+ * afterwards (a later claim continues after the last completed step), never by repeating it.
+ */
+export function createRunWriter({ db, hub, activity }: RunLogDependencies) {
+  return async function writeRun(
+    runId: string,
+    statement: RunStatement,
+  ): Promise<Record<string, unknown> | undefined> {
+    const events = statement.events ?? [];
+    const entries = statement.activity ?? [];
+    const ctes = statement.ctes.map(([name, query]) => sql`${sql.identifier(name)} as (${query})`);
+    if (events.length > 0) {
+      const rows = events.map(
+        (event, n) => sql`(${n}::int, ${event.type}::varchar, ${jsonValue(event.data ?? {})},
+          ${event.when ?? sql`true`})`,
+      );
+      ctes.push(sql`run_log as (
+        insert into ${runEvents} (run_id, workspace_id, type, data)
+        select run.id, run.workspace_id, v.type, v.data
+          from run cross join lateral (values ${sql.join(rows, sql`, `)}) as v(n, type, data, ok)
+         where v.ok order by v.n
+        returning id)`);
+    }
+    if (entries.length > 0) ctes.push(sql`run_activity as (${activity.insertForSource('run', entries)})`);
+    const result = await db.execute(sql`with ${sql.join(ctes, sql`, `)}
+      select ${statement.select ?? sql`run.*`},
+        run.workspace_id as log_workspace_id,
+        ${events.length > 0 ? sql`(select max(id) from run_log)` : sql`null::bigint`} as last_event_id,
+        ${entries.length > 0 ? sql`(select max(id) from run_activity)` : sql`null::bigint`} as last_activity_id
+      from run`);
+    const row = (result as unknown as { rows: Record<string, unknown>[] }).rows[0];
+    if (!row) return undefined;
+    if (row.last_event_id !== null) hub.publish(`run:${runId}`, Number(row.last_event_id));
+    if (row.last_activity_id !== null) {
+      activity.announce(String(row.log_workspace_id), Number(row.last_activity_id));
+    }
+    return row;
+  };
+}
+
+export type WriteRun = ReturnType<typeof createRunWriter>;

@@ -8,13 +8,16 @@ import {
   getTableColumns,
   gt,
   gte,
+  inArray,
+  isNotNull,
   lt,
   lte,
   or,
+  type SQL,
   sql,
 } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
-import { paginate, totalCount } from '../../db/queries.ts';
+import { decodeRow, paginate, totalCount } from '../../db/queries.ts';
 import { type RunStatus, runEvents, runSteps, runs } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { RatioArm } from '../../lib/stats/experiment-stats.ts';
@@ -25,6 +28,59 @@ export type RunChanges = Partial<Omit<NewRun, 'id' | 'workspace_id' | 'created_b
 export type RunStepRow = typeof runSteps.$inferSelect;
 export type NewRunStep = Omit<typeof runSteps.$inferInsert, 'id' | 'started_at'>;
 export type RunEventRow = typeof runEvents.$inferSelect;
+
+/** A run's row as a raw statement returned it (a `WriteRun` selecting `run.*`). */
+export const runFromRaw = (raw: Record<string, unknown>): RunRow => decodeRow(runs, raw);
+
+/** What a completed step adds to its run. */
+export interface StepProgress {
+  output: string;
+  tokensIn: number;
+  tokensOut: number;
+  cost: number;
+  /** The agent's name (absent for a merge step, which is no agent's). */
+  agentName?: string;
+  tools: string[];
+}
+
+/** How a run ends: a final status, and what it ended with. */
+export type RunEnd = Pick<RunChanges, 'output' | 'failure_reason' | 'error'> & {
+  status: 'Completed' | 'Failed' | 'Cancelled';
+};
+
+/** The columns a completed step changes on its run. */
+function progressChanges(step: StepProgress): PgUpdateSetSource<typeof runs> {
+  return {
+    next_step: sql`${runs.next_step} + 1`,
+    carry: step.output,
+    tokens_in: sql`${runs.tokens_in} + ${step.tokensIn}`,
+    tokens_out: sql`${runs.tokens_out} + ${step.tokensOut}`,
+    cost: sql`${runs.cost} + ${step.cost}`,
+    ...(step.agentName === undefined
+      ? {}
+      : { agents_used: sql`array_append(${runs.agents_used}, ${step.agentName}::text)` }),
+    ...(step.tools.length === 0
+      ? {}
+      : {
+          tools_used: sql`array(select distinct unnest(${runs.tools_used} || array[${sql.join(
+            step.tools.map((tool) => sql`${tool}::text`),
+            sql`, `,
+          )}]) order by 1)`,
+        }),
+  };
+}
+
+/** The columns that end a run: its final status, totals and no owner. */
+function finishChanges(end: RunEnd): PgUpdateSetSource<typeof runs> {
+  return {
+    ...end,
+    control: null,
+    lease_owner: null,
+    lease_expires_at: null,
+    finished_at: sql`now()`,
+    duration_ms: sql`(extract(epoch from now() - ${runs.started_at}) * 1000)::int`,
+  };
+}
 
 /** What a run records of the policy its agent was assembled from. */
 export interface RunPolicy {
@@ -65,23 +121,26 @@ export interface RunFilter {
 /** Data access for runs, their steps and their event log; scoped by workspace where a caller reads. */
 export function createRunsRepository(db: Db) {
   const byId = (workspaceId: string, id: string) => and(eq(runs.workspace_id, workspaceId), eq(runs.id, id));
+  /** The run while `owner` holds it Running: every write of an executing worker is guarded by it. */
+  const owned = (id: string, owner: string) =>
+    and(eq(runs.id, id), eq(runs.lease_owner, owner), eq(runs.status, 'Running'));
 
   return {
     /**
-     * Inserts the run, or returns undefined when its idempotency key already started one in
-     * this workspace (the unique index decides, so two racing retries make one run).
+     * Inserts the run, as the body of a statement's `run` CTE (see `WriteRun`): no row when
+     * its idempotency key already started one in this workspace (the unique index decides, so
+     * two racing retries make one run).
      */
-    async insert(values: NewRun): Promise<RunRow | undefined> {
-      const [row] = await db
+    insertQuery: (values: NewRun): SQL =>
+      db
         .insert(runs)
         .values(values)
         .onConflictDoNothing({
           target: [runs.workspace_id, runs.idempotency_key],
           where: sql`${runs.idempotency_key} is not null`,
         })
-        .returning();
-      return row;
-    },
+        .returning()
+        .getSQL(),
 
     async findByIdempotencyKey(workspaceId: string, key: string): Promise<RunRow | undefined> {
       const [row] = await db
@@ -120,6 +179,10 @@ export function createRunsRepository(db: Db) {
     async lockRow(id: string): Promise<void> {
       await db.select({ id: runs.id }).from(runs).where(eq(runs.id, id)).for('no key update');
     },
+
+    /** The run's row locked as `lockRow` locks it: a `run` CTE for a statement that changes only other rows. */
+    lockedQuery: (id: string): SQL =>
+      db.select().from(runs).where(eq(runs.id, id)).for('no key update').getSQL(),
 
     /** Newest first; `agent_id` matches runs whose workflow had that agent when they started. */
     async list(workspaceId: string, filter: RunFilter) {
@@ -170,10 +233,11 @@ export function createRunsRepository(db: Db) {
     /**
      * Takes the run for one worker: a Queued run, or a Running one whose owner's lease ran
      * out (its worker died). Atomic, so of two workers handed the same run one wins. The
-     * deadline starts at the first claim and survives later ones.
+     * deadline starts at the first claim and survives later ones. The body of a statement's
+     * `run` CTE (see `WriteRun`).
      */
-    async claim(id: string, owner: string, leaseMs: number): Promise<RunRow | undefined> {
-      const [row] = await db
+    claimQuery: (id: string, owner: string, leaseMs: number): SQL =>
+      db
         .update(runs)
         .set({
           status: 'Running',
@@ -193,8 +257,74 @@ export function createRunsRepository(db: Db) {
             ),
           ),
         )
-        .returning();
-      return row;
+        .returning()
+        .getSQL(),
+
+    /** The run's row while `owner` holds it Running, locked: a `run` CTE that changes only other rows. */
+    ownedQuery: (id: string, owner: string): SQL =>
+      db.select().from(runs).where(owned(id, owner)).for('no key update').getSQL(),
+
+    /**
+     * Adds a completed step to the run's progress and totals while `owner` holds it, and with
+     * `end` also ends the run: the body of a `run` CTE.
+     */
+    progressQuery: (id: string, owner: string, step: StepProgress, end?: RunEnd): SQL =>
+      db
+        .update(runs)
+        .set({ ...progressChanges(step), ...(end ? finishChanges(end) : {}), updated_at: sql`now()` })
+        .where(owned(id, owner))
+        .returning()
+        .getSQL(),
+
+    /** Ends the run while `owner` holds it: the body of a `run` CTE. */
+    finishQuery: (id: string, owner: string, end: RunEnd): SQL =>
+      db
+        .update(runs)
+        .set({ ...finishChanges(end), updated_at: sql`now()` })
+        .where(owned(id, owner))
+        .returning()
+        .getSQL(),
+
+    /** Inserts a step of the run of the statement's `run` CTE (nothing when it has no row). */
+    insertStepQuery(step: Omit<NewRunStep, 'run_id' | 'workspace_id'>): SQL {
+      return sql`insert into ${runSteps} (run_id, workspace_id, position, attempt, kind, agent_id,
+          agent_name, status, prompt, playbook_triggers)
+        select run.id, run.workspace_id, ${step.position}::int, ${step.attempt ?? 1}::int,
+          ${step.kind}::varchar, ${step.agent_id ?? null}::uuid, ${step.agent_name ?? null}::varchar,
+          ${step.status}::varchar, ${step.prompt ?? null}::text,
+          ${JSON.stringify(step.playbook_triggers ?? [])}::jsonb
+        from run
+        returning id`;
+    },
+
+    /** Ends a Running step when the statement's `run` CTE has a row (its worker still owns it). */
+    endStepQuery: (id: string, changes: Partial<NewRunStep>): SQL =>
+      db
+        .update(runSteps)
+        .set(changes)
+        .where(and(eq(runSteps.id, id), eq(runSteps.status, 'Running'), sql`exists (select from run)`))
+        .getSQL(),
+
+    /** A later claim's part: the steps its lost worker left Running fail, for a run still under the limit. */
+    abandonStepsQuery: (maxClaims: number, reason: string): SQL =>
+      db
+        .update(runSteps)
+        .set({ status: 'Failed', error: reason, finished_at: sql`now()` })
+        .where(
+          and(
+            sql`${runSteps.run_id} = (select id from run where attempts between 2 and ${maxClaims})`,
+            eq(runSteps.status, 'Running'),
+          ),
+        )
+        .getSQL(),
+
+    /** The pending control requests (`cancel`, `pause`) among runs `ids`. */
+    async controlsOf(ids: string[]): Promise<{ id: string; control: string }[]> {
+      const rows = await db
+        .select({ id: runs.id, control: runs.control })
+        .from(runs)
+        .where(and(inArray(runs.id, ids), isNotNull(runs.control)));
+      return rows as { id: string; control: string }[];
     },
 
     /** Extends the owner's lease; undefined when the run is no longer this owner's (or not Running). */
@@ -216,61 +346,9 @@ export function createRunsRepository(db: Db) {
       const [row] = await db
         .update(runs)
         .set({ ...changes, updated_at: sql`now()` })
-        .where(and(eq(runs.id, id), eq(runs.lease_owner, owner), eq(runs.status, 'Running')))
+        .where(owned(id, owner))
         .returning();
       return row;
-    },
-
-    /**
-     * Adds a completed step to the run's progress and totals, while `owner` holds it;
-     * undefined when it no longer does.
-     */
-    async addStepProgress(
-      id: string,
-      owner: string,
-      step: {
-        output: string;
-        tokensIn: number;
-        tokensOut: number;
-        cost: number;
-        agentName?: string;
-        tools: string[];
-      },
-    ): Promise<RunRow | undefined> {
-      return this.updateOwned(id, owner, {
-        next_step: sql`${runs.next_step} + 1`,
-        carry: step.output,
-        tokens_in: sql`${runs.tokens_in} + ${step.tokensIn}`,
-        tokens_out: sql`${runs.tokens_out} + ${step.tokensOut}`,
-        cost: sql`${runs.cost} + ${step.cost}`,
-        ...(step.agentName === undefined
-          ? {}
-          : { agents_used: sql`array_append(${runs.agents_used}, ${step.agentName}::text)` }),
-        ...(step.tools.length === 0
-          ? {}
-          : {
-              tools_used: sql`array(select distinct unnest(${runs.tools_used} || array[${sql.join(
-                step.tools.map((tool) => sql`${tool}::text`),
-                sql`, `,
-              )}]) order by 1)`,
-            }),
-      });
-    },
-
-    /** Ends the run in a final status with its duration, while `owner` holds it. */
-    async finishOwned(
-      id: string,
-      owner: string,
-      end: Pick<RunChanges, 'status' | 'output' | 'failure_reason' | 'error'>,
-    ): Promise<RunRow | undefined> {
-      return this.updateOwned(id, owner, {
-        ...end,
-        control: null,
-        lease_owner: null,
-        lease_expires_at: null,
-        finished_at: sql`now()`,
-        duration_ms: sql`(extract(epoch from now() - ${runs.started_at}) * 1000)::int`,
-      });
     },
 
     async update(workspaceId: string, id: string, changes: RunChanges): Promise<RunRow | undefined> {
@@ -402,16 +480,6 @@ export function createRunsRepository(db: Db) {
         .where(and(eq(runs.id, id), sql`${runs.policy_id} is null`));
     },
 
-    async insertStep(values: NewRunStep): Promise<RunStepRow> {
-      const [row] = await db.insert(runSteps).values(values).returning();
-      if (!row) throw new Error('run step insert returned nothing');
-      return row;
-    },
-
-    async updateStep(id: string, changes: Partial<NewRunStep>): Promise<void> {
-      await db.update(runSteps).set(changes).where(eq(runSteps.id, id));
-    },
-
     /** Every attempt of every step, in order. */
     async listSteps(runId: string): Promise<RunStepRow[]> {
       return db
@@ -419,14 +487,6 @@ export function createRunsRepository(db: Db) {
         .from(runSteps)
         .where(eq(runSteps.run_id, runId))
         .orderBy(asc(runSteps.position), asc(runSteps.attempt), asc(runSteps.started_at));
-    },
-
-    /** A step still marked Running belongs to an attempt that died with its worker. */
-    async abandonRunningSteps(runId: string, reason: string): Promise<void> {
-      await db
-        .update(runSteps)
-        .set({ status: 'Failed', error: reason, finished_at: sql`now()` })
-        .where(and(eq(runSteps.run_id, runId), eq(runSteps.status, 'Running')));
     },
 
     /** Appends to the run's event log; returns the ids (increasing) in order. */

@@ -1,14 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { Caller } from '../../caller.ts';
+import { isDatabaseUnavailable } from '../../db/errors.ts';
 import type { Db } from '../../db/transaction.ts';
 import { AppError, conflict, invalidFields, notFound } from '../../errors.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import { followLog } from '../../events/follow-log.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
-import type { CommitRunChange } from './run-log.ts';
+import { type CommitRunChange, RUN_CONTROL_TOPIC, type WriteRun } from './run-log.ts';
 import { canTransition, isFinal, renderGoal } from './run-state.ts';
-import { createRunsRepository, type RunFilter, type RunRow } from './runs.repository.ts';
+import {
+  createRunsRepository,
+  type NewRun,
+  type RunFilter,
+  type RunRow,
+  runFromRaw,
+} from './runs.repository.ts';
 
 export interface StartRunInput {
   inputs?: Record<string, string>;
@@ -18,7 +25,8 @@ export interface StartRunInput {
 export interface RunsDependencies {
   db: Db;
   commit: CommitRunChange;
-  workflows: Pick<WorkflowsService, 'get' | 'setStatus'>;
+  write: WriteRun;
+  workflows: Pick<WorkflowsService, 'get' | 'setStatus' | 'statusFromRun'>;
   hub: Pick<EventHub, 'publish' | 'subscribe'>;
   /**
    * Hands a run to the queue after its row is committed. `jobId` is stable for one
@@ -60,6 +68,34 @@ export function createRunsService(deps: RunsDependencies) {
       await deps.enqueue(run.id, jobIdOf(run));
     } catch (error) {
       deps.onEnqueueError(error, run.id);
+    }
+  }
+
+  /**
+   * Records a Queued run, its `run.queued` event and its workflow's status in one statement;
+   * undefined when its idempotency key already started one. A statement whose acknowledgement
+   * was lost may have committed: the run's id, chosen here, tells.
+   */
+  async function insertQueued(workspaceId: string, id: string, values: NewRun): Promise<RunRow | undefined> {
+    try {
+      const row = await deps.write(id, {
+        ctes: [
+          ['run', repo.insertQuery(values)],
+          ['workflow', deps.workflows.statusFromRun('Queued')],
+        ],
+        events: [
+          {
+            type: 'run.queued',
+            data: { workflow_id: values.workflow_id, inputs: Object.keys(values.inputs ?? {}) },
+          },
+        ],
+      });
+      return row && runFromRaw(row);
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      const committed = await repo.find(workspaceId, id).catch(() => undefined);
+      if (!committed) throw error;
+      return committed;
     }
   }
 
@@ -168,34 +204,25 @@ export function createRunsService(deps: RunsDependencies) {
         );
       }
       const id = randomUUID();
-      const inserted = await deps.commit(
-        { id, workspace_id: caller.workspaceId },
-        async (tx, log) => {
-          const row = await createRunsRepository(tx).insert({
-            id,
-            workspace_id: caller.workspaceId,
-            workflow_id: workflow.id,
-            workflow_name: workflow.name,
-            inputs,
-            context,
-            plan: { goal: goal.text, execution_policy: workflow.execution_policy },
-            agent_ids: workflow.agents,
-            context_fields: Object.keys(context).sort(),
-            idempotency_key: idempotencyKey ?? null,
-            created_by: caller.userId,
-          });
-          if (row) log.event('run.queued', { workflow_id: workflow.id, inputs: Object.keys(inputs) });
-          return row;
-        },
-        { rowLocked: true },
-      ); // the row is new: this transaction holds it
+      const inserted = await insertQueued(caller.workspaceId, id, {
+        id,
+        workspace_id: caller.workspaceId,
+        workflow_id: workflow.id,
+        workflow_name: workflow.name,
+        inputs,
+        context,
+        plan: { goal: goal.text, execution_policy: workflow.execution_policy },
+        agent_ids: workflow.agents,
+        context_fields: Object.keys(context).sort(),
+        idempotency_key: idempotencyKey ?? null,
+        created_by: caller.userId,
+      });
       if (!inserted) {
         // A concurrent request with the same key won the insert.
         const existing = await repo.findByIdempotencyKey(caller.workspaceId, idempotencyKey as string);
         if (!existing) throw new Error('idempotent run insert found no run');
         return { run: sameRequest(existing, workflowId, inputs, context), replayed: true };
       }
-      await deps.workflows.setStatus(caller.workspaceId, workflow.id, 'Queued').catch(() => {});
       await handToQueue(inserted);
       return { run: inserted, replayed: false };
     },
@@ -223,7 +250,7 @@ export function createRunsService(deps: RunsDependencies) {
             ? { to: 'Cancelled' }
             : undefined,
       );
-      if (run.status === 'Running') deps.hub.publish(`run-control:${run.id}`, 0);
+      if (run.status === 'Running') deps.hub.publish(RUN_CONTROL_TOPIC, 0);
       return run;
     },
 

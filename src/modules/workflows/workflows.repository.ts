@@ -1,4 +1,4 @@
-import { and, count, desc, eq, getTableColumns, ilike, ne, or, sql } from 'drizzle-orm';
+import { and, count, desc, eq, getTableColumns, ilike, ne, or, type SQL, sql } from 'drizzle-orm';
 import { likePattern, PreparedVariants, paginate, totalCount, variantKey } from '../../db/queries.ts';
 import { type WorkflowStatus, workflows } from '../../db/schema/workflows.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -103,6 +103,23 @@ export function createWorkflowsRepository(db: Db) {
 
     /** Takes an agent out of every workflow of the workspace that lists it. */
     /** Sets the status only when it differs, so an unchanged status takes no row lock. */
+    /**
+     * `setStatus` for the workflow of the `run` CTE of a run's statement (the runs module's
+     * `WriteRun`): nothing when that has no row or when `when` (over `run`) is false, nothing
+     * when unchanged.
+     */
+    statusFromRun: (status: WorkflowStatus, when: SQL = sql`true`): SQL =>
+      db
+        .update(workflows)
+        .set({ status })
+        .where(
+          and(
+            sql`(${workflows.id}, ${workflows.workspace_id}) = (select workflow_id, workspace_id from run where ${when})`,
+            ne(workflows.status, status),
+          ),
+        )
+        .getSQL(),
+
     async setStatus(workspaceId: string, id: string, status: WorkflowStatus): Promise<void> {
       await db
         .update(workflows)

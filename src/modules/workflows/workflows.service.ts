@@ -1,3 +1,4 @@
+import type { SQL } from 'drizzle-orm';
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { type AppError, invalidFields, notFound } from '../../errors.ts';
@@ -105,6 +106,12 @@ export function createWorkflowsService(db: Db, deps: WorkflowsDependencies) {
      */
     setStatus: (workspaceId: string, id: string, status: WorkflowRow['status']) =>
       repo.setStatus(workspaceId, id, status),
+
+    /**
+     * The same inside a run's own statement (its start, its end): the workflow's row is
+     * changed, and locked, only when its status changes, and for that one statement's time.
+     */
+    statusFromRun: (status: WorkflowRow['status'], when?: SQL) => repo.statusFromRun(status, when),
 
     /** For agents, inside their delete transaction: the agent leaves every workflow. */
     removeAgent: (tx: Db, workspaceId: string, agentId: string) =>
