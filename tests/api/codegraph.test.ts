@@ -142,10 +142,11 @@ describe("this repository's own src/", () => {
   it('ranks exact, then prefix, then fuzzy, then text matches', async () => {
     const prefix = await search(owner, 'platform', 'createRun', { limit: '20' });
     // Names starting so come before members whose qualified name does (createRunLog.event).
-    expect(prefix.results.slice(0, 5).map((hit) => hit.name)).toEqual(
+    expect(prefix.results.slice(0, 6).map((hit) => hit.name)).toEqual(
       expect.arrayContaining([
         'createRunEngine',
         'createRunLog',
+        'createRunWriter',
         'createRunsService',
         'createRunsRepository',
       ]),

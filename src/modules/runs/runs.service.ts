@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { Caller } from '../../caller.ts';
-import { isDatabaseUnavailable } from '../../db/errors.ts';
 import type { Db } from '../../db/transaction.ts';
 import { AppError, conflict, invalidFields, notFound } from '../../errors.ts';
 import type { EventHub } from '../../events/event-hub.ts';
@@ -73,8 +72,9 @@ export function createRunsService(deps: RunsDependencies) {
 
   /**
    * Records a Queued run, its `run.queued` event and its workflow's status in one statement;
-   * undefined when its idempotency key already started one. A statement whose acknowledgement
-   * was lost may have committed: the run's id, chosen here, tells.
+   * undefined when its idempotency key already started one. A statement that failed may still
+   * have committed (its acknowledgement lost with the connection): the run's id, chosen here,
+   * tells, and a run that exists is answered rather than reported as failed.
    */
   async function insertQueued(workspaceId: string, id: string, values: NewRun): Promise<RunRow | undefined> {
     try {
@@ -92,7 +92,6 @@ export function createRunsService(deps: RunsDependencies) {
       });
       return row && runFromRaw(row);
     } catch (error) {
-      if (!isDatabaseUnavailable(error)) throw error;
       const committed = await repo.find(workspaceId, id).catch(() => undefined);
       if (!committed) throw error;
       return committed;
