@@ -221,8 +221,9 @@ export async function createServices(config: Config, database: Database, options
     leaseMs: config.queue.runLeaseMs,
     // Playbooks are created below (they start runs); the engine reaches them when a run executes.
     playbooks: {
-      triggersFor: (workspaceId, agentIds, facts) => playbooks.triggersFor(workspaceId, agentIds, facts),
-      countTriggers: (tx, ids) => playbooks.countTriggers(tx, ids),
+      attachmentsOfRunQuery: () => playbooks.attachmentsOfRunQuery(),
+      triggersFrom: (attached, facts) => playbooks.triggersFrom(attached, facts),
+      countTriggers: (db, ids) => playbooks.countTriggers(db, ids),
     },
     // Policies are created below (they read runs); agents with a policy are assembled by them.
     policies: { assembleForAgent: (input) => policies.assembleForAgent(input) },

@@ -1,5 +1,6 @@
 import { and, desc, eq, getTableColumns, ilike, inArray, ne, or, type SQL, sql } from 'drizzle-orm';
 import {
+  decodeRow,
   likePattern,
   type PageJson,
   PreparedVariants,
@@ -23,6 +24,10 @@ export interface AgentFilter {
 }
 
 /** Data access for agents; every method is scoped by workspace id. */
+/** The rows of `ofRunQuery`'s JSON array, as a query would have mapped them. */
+export const agentsFromJson = (rows: unknown): AgentRow[] =>
+  (rows as Record<string, unknown>[]).map((row) => decodeRow(agents, row));
+
 export function createAgentsRepository(db: Db) {
   const byId = (workspaceId: string, id: string) =>
     and(eq(agents.workspace_id, workspaceId), eq(agents.id, id));
@@ -60,14 +65,14 @@ export function createAgentsRepository(db: Db) {
       return row;
     },
 
-    /** The workspace's agents among `ids`; unknown ids are simply absent. */
-    async findMany(workspaceId: string, ids: string[]): Promise<AgentRow[]> {
-      if (ids.length === 0) return [];
-      return db
-        .select()
-        .from(agents)
-        .where(and(eq(agents.workspace_id, workspaceId), inArray(agents.id, [...new Set(ids)])));
-    },
+    /**
+     * The agents of the run of a statement's `run` CTE (the runs module's `WriteRun`), as one
+     * JSON array of rows: a scalar subquery for the statement's select, so a run's claim reads
+     * them without a statement of its own (`agentsFromJson` reads the answer).
+     */
+    ofRunQuery: (): SQL =>
+      sql`(select coalesce(json_agg(${agents}), '[]'::json) from ${agents}
+        where ${agents.workspace_id} = run.workspace_id and ${agents.id} = any(run.agent_ids))`,
 
     /**
      * Newest first, then by id, so pages are stable while rows are added. Answers the

@@ -7,6 +7,7 @@ import {
   type AgentChanges,
   type AgentFilter,
   type AgentRow,
+  agentsFromJson,
   createAgentsRepository,
   type NewAgent,
 } from './agents.repository.ts';
@@ -112,11 +113,13 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
       return ids.flatMap((agentId, index) => (present.has(agentId) ? [] : [index]));
     },
 
-    /** For runs: the workspace's agents among `ids`, keyed by id (unknown ids are absent). */
-    async findMany(workspaceId: string, ids: string[]): Promise<Map<string, AgentRow>> {
-      const rows = await repo.findMany(workspaceId, ids);
-      return new Map(rows.map((row) => [row.id, row]));
-    },
+    /**
+     * For runs: the run's agents, read by the run's claim statement (`ofRunQuery`, a subquery
+     * over its `run` CTE), keyed by id; agents deleted since the run started are absent.
+     */
+    ofRunQuery: () => repo.ofRunQuery(),
+    agentsOfRun: (answer: unknown): Map<string, AgentRow> =>
+      new Map(agentsFromJson(answer).map((row) => [row.id, row])),
 
     /**
      * For runs, inside the statement that starts or ends a step: Idle -> Busy -> Idle, or Error

@@ -68,6 +68,19 @@ const withUsage = {
 export type PlaybookRecord = PlaybookRow & { usage_count: number };
 
 /** Data access for playbooks, and the one read of runs that mining does. */
+/** An attachment of a run's agent to a playbook that is not archived, with what a trigger shows. */
+export interface AttachedPlaybook {
+  id: string;
+  agent_id: string;
+  when: string;
+  mode: 'suggest' | 'auto';
+  playbook_id: string;
+  name: string;
+  description: string;
+  agent_pattern: string[];
+  tool_pattern: string[];
+}
+
 export function createPlaybooksRepository(db: Db) {
   const bandCondition = (band: ConfidenceBandFilter): SQL => {
     if (band === 'high') return sql`${playbooks.confidence} > 0.9`;
@@ -323,33 +336,37 @@ export function createPlaybooksRepository(db: Db) {
         .orderBy(playbookAttachments.created_at, playbookAttachments.id);
     },
 
-    /** The attachments of these agents to playbooks that are not archived, with what a trigger shows. */
-    async attachmentsForAgents(workspaceId: string, agentIds: string[]) {
-      if (agentIds.length === 0) return [];
-      return db
-        .select({
-          id: playbookAttachments.id,
-          agent_id: playbookAttachments.agent_id,
-          when: playbookAttachments.when,
-          mode: playbookAttachments.mode,
-          playbook_id: playbooks.id,
-          name: playbooks.name,
-          description: playbooks.description,
-          agent_pattern: playbooks.agent_pattern,
-          tool_pattern: playbooks.tool_pattern,
-          goal_template: playbooks.goal_template,
-        })
-        .from(playbookAttachments)
-        .innerJoin(playbooks, eq(playbooks.id, playbookAttachments.playbook_id))
-        .where(
-          and(
-            eq(playbookAttachments.workspace_id, workspaceId),
-            inArray(playbookAttachments.agent_id, agentIds),
-            isNull(playbooks.archived_at),
-          ),
-        )
-        .orderBy(playbookAttachments.created_at, playbookAttachments.id);
-    },
+    /**
+     * The attachments of the agents of the run of a statement's `run` CTE (the runs module's
+     * `WriteRun`), as one JSON array of `AttachedPlaybook` in attachment order: a scalar
+     * subquery for the statement's select, so a run's claim reads them without a statement
+     * of its own.
+     */
+    attachmentsOfRunQuery: (): SQL =>
+      sql`(select coalesce(json_agg(attached order by attached.created_at, attached.id), '[]'::json)
+        from (${db
+          .select({
+            id: playbookAttachments.id,
+            agent_id: playbookAttachments.agent_id,
+            when: playbookAttachments.when,
+            mode: playbookAttachments.mode,
+            created_at: playbookAttachments.created_at,
+            playbook_id: sql`${playbooks.id}`.as('playbook_id'),
+            name: playbooks.name,
+            description: playbooks.description,
+            agent_pattern: playbooks.agent_pattern,
+            tool_pattern: playbooks.tool_pattern,
+          })
+          .from(playbookAttachments)
+          .innerJoin(playbooks, eq(playbooks.id, playbookAttachments.playbook_id))
+          .where(
+            and(
+              sql`${playbookAttachments.workspace_id} = run.workspace_id`,
+              sql`${playbookAttachments.agent_id} = any(run.agent_ids)`,
+              isNull(playbooks.archived_at),
+            ),
+          )
+          .getSQL()}) as attached)`,
 
     async countTriggers(ids: string[]): Promise<void> {
       if (ids.length === 0) return;

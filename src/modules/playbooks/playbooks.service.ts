@@ -10,6 +10,7 @@ import type { Category } from './categories.ts';
 import { titleCase } from './describe.ts';
 import { type MinedPattern, minePatterns } from './mine-patterns.ts';
 import {
+  type AttachedPlaybook,
   createPlaybooksRepository,
   type MinedPlaybook,
   type PlaybookFilter,
@@ -493,12 +494,15 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
      * from an agent to the triggers whose rules hold for the run (with the agent's name as
      * `agent` among the facts).
      */
-    async triggersFor(
-      workspaceId: string,
-      agentIds: string[],
-      facts: TriggerFacts,
-    ): Promise<(agent: { id: string; name: string }) => Trigger[]> {
-      const rows = await repo.attachmentsForAgents(workspaceId, agentIds);
+    /**
+     * For runs: the attachments of the run's agents, read by the run's claim statement
+     * (`attachmentsOfRunQuery`, a subquery over its `run` CTE), and the triggers they give an
+     * agent of that run, given the run's facts.
+     */
+    attachmentsOfRunQuery: () => repo.attachmentsOfRunQuery(),
+
+    triggersFrom(attached: unknown, facts: TriggerFacts): (agent: { id: string; name: string }) => Trigger[] {
+      const rows = attached as AttachedPlaybook[];
       if (rows.length === 0) return () => [];
       const tags = Array.isArray(facts.context.tags) ? facts.context.tags : [];
       return (agent) =>
@@ -524,9 +528,9 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
         });
     },
 
-    /** Counts recorded triggers, in the transaction that records them. */
-    countTriggers: (tx: Db, attachmentIds: string[]) =>
-      createPlaybooksRepository(tx).countTriggers(attachmentIds),
+    /** Counts recorded triggers (their first attempts). */
+    countTriggers: (db: Db, attachmentIds: string[]) =>
+      createPlaybooksRepository(db).countTriggers(attachmentIds),
 
     /**
      * A workflow from the playbook: its agents (this workspace's agents of those names, in the

@@ -24,7 +24,7 @@ export interface RunEngineDependencies {
   commit: CommitRunChange;
   /** The hot path (claim, step start, step end, finish): one statement each. */
   write: WriteRun;
-  agents: Pick<AgentsService, 'findMany' | 'statusFromRun'>;
+  agents: Pick<AgentsService, 'ofRunQuery' | 'agentsOfRun' | 'statusFromRun'>;
   workflows: Pick<WorkflowsService, 'setStatus' | 'statusFromRun'>;
   models: Pick<ModelGateway, 'stream'>;
   hub: Pick<EventHub, 'subscribe'>;
@@ -37,22 +37,29 @@ export interface RunEngineDependencies {
   /** Waits between retries; the abort signal cuts it short. */
   wait?: (ms: number, signal: AbortSignal) => Promise<void>;
   random?: () => number;
-  /** Playbooks attached to agents: read once per run, recorded on the steps they trigger. */
+  /** Playbooks attached to agents: read by the run's claim, recorded on the steps they trigger. */
   playbooks?: {
-    triggersFor(
-      workspaceId: string,
-      agentIds: string[],
+    attachmentsOfRunQuery(): SQL;
+    triggersFrom(
+      attached: unknown,
       facts: {
         goal: string;
         context: Record<string, unknown>;
         inputs: Record<string, string>;
         workflow: string;
       },
-    ): Promise<(agent: { id: string; name: string }) => PlaybookTrigger[]>;
+    ): (agent: { id: string; name: string }) => PlaybookTrigger[];
     countTriggers(db: Db, attachmentIds: string[]): Promise<void>;
   };
   /** Assembles the context of an agent that has a policy (docs/policies.md). */
   policies?: Pick<PoliciesService, 'assembleForAgent'>;
+}
+
+/** A claimed run with what its steps need: its agents by id, and the playbooks each triggers. */
+interface Claimed {
+  run: RunRow;
+  agents: Map<string, AgentRow>;
+  triggers(agent: AgentRow | undefined): PlaybookTrigger[];
 }
 
 /** How a run ends. */
@@ -136,9 +143,10 @@ export function createRunEngine(deps: RunEngineDependencies) {
     // Each execution claims under its own name, so a run this same process claims again
     // (after its lease was lost) is never confused with the execution that lost it.
     const owner = `${deps.owner}/${randomBytes(4).toString('hex')}`;
-    const run = await claim(runId, owner);
+    const claimed = await claim(runId, owner);
     // Not claimable: finished, paused, cancelled, or another live worker has it.
-    if (!run) return;
+    if (!claimed) return;
+    const { run } = claimed;
     const controller = new AbortController();
     const interrupt = (reason: Interruption) => {
       if (!controller.signal.aborted) controller.abort(new RunInterrupted(reason));
@@ -168,7 +176,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
       if (run.attempts > maxClaims) {
         throw Object.assign(new Error(`the run lost its worker ${run.attempts - 1} times`), { final: true });
       }
-      const { output, finished } = await executeSteps(run, controller.signal);
+      const { output, finished } = await executeSteps(claimed, controller.signal);
       if (!finished) await finish(run, { status: 'Completed', output });
     } catch (error) {
       const reason =
@@ -189,10 +197,11 @@ export function createRunEngine(deps: RunEngineDependencies) {
   /**
    * Claims the run for `owner` and, in the same statement, starts it (first claim: its
    * workflow shows Running) or settles what its lost worker left (a later claim: the steps
-   * left Running fail). Undefined when it is not claimable. A run past its claim limit is
-   * claimed without starting: the caller fails it.
+   * left Running fail); it also reads the run's agents and the playbooks attached to them.
+   * Undefined when it is not claimable. A run past its claim limit is claimed without
+   * starting: the caller fails it.
    */
-  async function claim(runId: string, owner: string): Promise<RunRow | undefined> {
+  async function claim(runId: string, owner: string): Promise<Claimed | undefined> {
     const first = sql`run.attempts = 1`;
     const row = await deps.write(runId, {
       ctes: [
@@ -222,8 +231,22 @@ export function createRunEngine(deps: RunEngineDependencies) {
           when: first,
         },
       ],
+      select: sql`run.*, ${deps.agents.ofRunQuery()} as run_agents,
+        ${deps.playbooks ? deps.playbooks.attachmentsOfRunQuery() : sql`'[]'::json`} as run_playbooks`,
     });
-    return row && runFromRaw(row);
+    if (!row) return undefined;
+    const run = runFromRaw(row);
+    const triggersOf = deps.playbooks?.triggersFrom(row.run_playbooks, {
+      goal: run.plan.goal,
+      context: run.context,
+      inputs: run.inputs,
+      workflow: run.workflow_name,
+    });
+    return {
+      run,
+      agents: deps.agents.agentsOfRun(row.run_agents),
+      triggers: (agent) => (agent && triggersOf ? triggersOf(agent) : []),
+    };
   }
 
   /**
@@ -231,19 +254,9 @@ export function createRunEngine(deps: RunEngineDependencies) {
    * `Completed` (one transaction instead of two); otherwise the caller ends it.
    */
   async function executeSteps(
-    run: RunRow,
+    { run, agents, triggers }: Claimed,
     signal: AbortSignal,
   ): Promise<{ output: string; finished: boolean }> {
-    const [agents, triggersOf] = await Promise.all([
-      deps.agents.findMany(run.workspace_id, run.agent_ids),
-      deps.playbooks?.triggersFor(run.workspace_id, run.agent_ids, {
-        goal: run.plan.goal,
-        context: run.context,
-        inputs: run.inputs,
-        workflow: run.workflow_name,
-      }),
-    ]);
-    const triggers = (agent: AgentRow | undefined) => (agent && triggersOf ? triggersOf(agent) : []);
     // A first claim has no steps yet; a later one continues after the last completed.
     const steps = run.attempts === 1 ? [] : await repo.listSteps(run.id);
     const done = new Map(steps.filter((s) => s.status === 'Completed').map((s) => [s.position, s]));
