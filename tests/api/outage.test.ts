@@ -246,6 +246,73 @@ describe.skipIf(!onPostgres)('backends terminated under load (PostgreSQL)', () =
     expect(service.output()).not.toMatch(/"level":50/);
   });
 
+  it('loses no run when backends die under runs being started and executed', async () => {
+    const agent = await call(`${service.url}/api/agents`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'Runner' }),
+    });
+    expect(agent.status, JSON.stringify(agent.body)).toBe(201);
+    const workflow = await call(`${service.url}/api/workflows`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'runs under outage', goal: 'Say hello', agents: [agent.body.id] }),
+    });
+    expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
+    const workflowId = workflow.body.id as string;
+
+    const accepted = new Set<string>();
+    let terminated = 0;
+    for (let round = 0; round < 12; round += 1) {
+      const requests = Array.from({ length: 8 }, () =>
+        call(`${service.url}/api/workflows/${workflowId}/run`, { method: 'POST', headers, body: '{}' }),
+      );
+      // Some requests are inserting, and earlier runs are being claimed, started and ended.
+      await new Promise((resolve) => setTimeout(resolve, 2 + (round % 8)));
+      terminated += await terminateBackends();
+      for (const answer of await Promise.all(requests)) {
+        if (answer.status === 202) accepted.add(answer.body.id as string);
+        else expectUnavailable(answer);
+      }
+      expect(service.exit(), service.output()).toBeUndefined();
+    }
+    expect(terminated).toBeGreaterThan(0);
+    expect(accepted.size).toBeGreaterThan(0);
+
+    // Every run the database holds ends (a lost worker's lease expires, the sweep hands the
+    // run over again), and ends Completed: the outage was the engine's, never a step's.
+    type Row = { id: string; status: string; completed_steps: number; completions: number };
+    let rows: Row[] = [];
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      const result = await admin.query<Row>(
+        `select r.id, r.status,
+            (select count(*) from run_steps s where s.run_id = r.id and s.status = 'Completed')::int as completed_steps,
+            (select count(*) from run_events e where e.run_id = r.id and e.type = 'run.completed')::int as completions
+           from runs r where r.workspace_id = $1 and r.workflow_id = $2`,
+        [workspaceId, workflowId],
+      );
+      rows = result.rows;
+      if (rows.every((row) => row.status === 'Completed' || row.status === 'Failed')) break;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `runs did not end: ${JSON.stringify(rows.filter((row) => row.status !== 'Completed'))}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const stored = new Set(rows.map((row) => row.id));
+    for (const id of accepted) expect(stored.has(id), `run ${id} was answered 202`).toBe(true);
+    for (const row of rows) {
+      expect(row, JSON.stringify(row)).toMatchObject({
+        status: 'Completed',
+        completed_steps: 1,
+        completions: 1,
+      });
+    }
+    expect(service.output()).not.toContain('internal_error');
+  }, 150_000);
+
   it('answers 503 while the database refuses connections, and recovers when it accepts them again', async () => {
     const database = dbEnv.env.POSTGRES_DB as string;
     await server.query(`alter database "${database}" allow_connections false`);

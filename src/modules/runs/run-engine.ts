@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type SQL, sql } from 'drizzle-orm';
+import { isDatabaseUnavailable } from '../../db/errors.ts';
 import type { PlaybookTrigger, ToolCallRecord } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
@@ -349,8 +350,9 @@ export function createRunEngine(deps: RunEngineDependencies) {
         return await attemptStep(run, { ...step, attempt }, signal);
       } catch (error) {
         if (signal.aborted) throw signal.reason;
-        // The run is no longer this worker's: not the step's failure, nothing to retry.
-        if (error instanceof RunInterrupted) throw error;
+        // Not the step's failure: the run is no longer this worker's, or the database is away
+        // (the run is handed back and continues after its last completed step).
+        if (error instanceof RunInterrupted || isDatabaseUnavailable(error)) throw error;
         if (attempt < attempts) {
           await wait(retryDelayMs(attempt, 500, 30_000, deps.random), signal).catch(() => {
             throw signal.reason;
