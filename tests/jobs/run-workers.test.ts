@@ -30,11 +30,11 @@ describe.runIf(onPostgres && redisUrl)('runs on worker processes', () => {
   let alice: Actor;
   const workers: ScriptProcess[] = [];
 
-  const startWorker = async () => {
+  const startWorker = async (leaseMs = LEASE_MS) => {
     const worker = spawnScript('src/worker.ts', {
       ...dbEnv.env,
       RUN_MODE: 'worker',
-      RUN_LEASE_MS: LEASE_MS,
+      RUN_LEASE_MS: leaseMs,
       QUEUE_LOCK_MS: '2000',
       VAULT_ALLOW_LOOPBACK: 'true',
       LOG_LEVEL: 'info',
@@ -129,5 +129,24 @@ describe.runIf(onPostgres && redisUrl)('runs on worker processes', () => {
       run.steps.find((s: { position: number; status: string }) => s.position === 1 && s.status === 'Failed')
         ?.error,
     ).toMatch(/interrupted/);
+  });
+
+  it('a cancel through the API process reaches the worker process at once, not at its next lease renewal', async () => {
+    for (const worker of workers.splice(0)) worker.child.kill('SIGKILL');
+    // A lease of a minute: the worker's own control check (a third of it) comes after 20 s.
+    await startWorker('60000');
+    llm.reset();
+    llm.reply({ type: 'text', text: 'never answered', firstByteDelayMs: 60_000 });
+    const agent = await buildAgent(t, alice, { name: 'Cancelled', model: null });
+    const workflow = await buildWorkflow(t, alice, { goal: 'Wait', agents: [agent.id] });
+    const runId = (await t.call(alice, 'POST', `/api/workflows/${workflow.id}/run`, {})).json().id;
+    await llm.waitForModelRequests(1);
+    const asked = Date.now();
+    expect((await t.call(alice, 'POST', `/api/runs/${runId}/cancel`)).statusCode).toBe(200);
+    const [run] = await runAll([runId], 10_000);
+    expect(run).toMatchObject({ status: 'Cancelled', failure_reason: 'cancelled' });
+    expect(Date.now() - asked).toBeLessThan(5_000);
+    await llm.modelRequests()[0]?.closed;
+    expect(llm.modelRequests()[0]?.closedEarly).toBe(true);
   });
 });
