@@ -12,12 +12,7 @@ import type { ModelEvent, ModelGateway, ModelRequest } from '../providers/provid
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import { type CommitRunChange, RUN_CONTROL_TOPIC, type RunStatementEvent, type WriteRun } from './run-log.ts';
 import { retryDelayMs } from './run-state.ts';
-import {
-  createRunsRepository,
-  type RunEnd as RunFinish,
-  type RunRow,
-  runFromRaw,
-} from './runs.repository.ts';
+import { createRunsRepository, type RunEnd, type RunRow, runFromRaw } from './runs.repository.ts';
 
 export interface RunEngineDependencies {
   db: Db;
@@ -61,14 +56,6 @@ interface Claimed {
   run: RunRow;
   agents: Map<string, AgentRow>;
   triggers(agent: AgentRow | undefined): PlaybookTrigger[];
-}
-
-/** How a run ends. */
-interface RunEnd {
-  status: 'Completed' | 'Failed' | 'Cancelled';
-  output?: string;
-  reason?: RunRow['failure_reason'];
-  error?: string;
 }
 
 /** Why the engine stopped a run before its steps were done. */
@@ -476,7 +463,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
       if (!finish) throw new Error('the model stream ended without an answer');
       const answer = finish;
       // The last step's success ends the run in the same statement.
-      const end: RunFinish | undefined = step.last ? { status: 'Completed', output: answer.text } : undefined;
+      const end: RunEnd | undefined = step.last ? { status: 'Completed', output: answer.text } : undefined;
       const progressed = await deps.write(run.id, {
         ctes: [
           [
@@ -602,13 +589,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
   }
 
   /** Ends the run in a final status with its totals, while this worker owns it; one statement. */
-  async function finish(run: RunRow, how: RunEnd): Promise<void> {
-    const end: RunFinish = {
-      status: how.status,
-      output: how.output ?? null,
-      failure_reason: how.reason ?? null,
-      error: how.error ?? null,
-    };
+  async function finish(run: RunRow, end: RunEnd): Promise<void> {
     await deps.write(run.id, {
       ctes: [
         ['run', repo.finishQuery(run.id, run.lease_owner as string, end)],
@@ -641,11 +622,15 @@ export function createRunEngine(deps: RunEngineDependencies) {
       case 'lease_lost':
         return; // another worker owns the run now
       case 'cancel':
-        return finish(run, { status: 'Cancelled', reason: 'cancelled', error: 'cancelled by request' });
+        return finish(run, {
+          status: 'Cancelled',
+          failure_reason: 'cancelled',
+          error: 'cancelled by request',
+        });
       case 'timeout':
         return finish(run, {
           status: 'Failed',
-          reason: 'timeout',
+          failure_reason: 'timeout',
           error: `the run exceeded its ${run.plan.execution_policy.timeout_seconds} s timeout`,
         });
       case 'pause':
@@ -685,7 +670,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
         if (final || (error as { stepFailed?: boolean }).stepFailed === true) {
           return finish(run, {
             status: 'Failed',
-            reason: final ? 'interrupted' : 'step_failed',
+            failure_reason: final ? 'interrupted' : 'step_failed',
             error: describe(error),
           });
         }
@@ -704,7 +689,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
 export type RunEngine = ReturnType<typeof createRunEngine>;
 
 /** The event that ends a run, with its totals as the run's row has them after the change. */
-function endEvent(end: RunFinish): RunStatementEvent {
+function endEvent(end: RunEnd): RunStatementEvent {
   const type = { Completed: 'run.completed', Failed: 'run.failed', Cancelled: 'run.cancelled' }[end.status];
   return {
     type,
@@ -715,7 +700,7 @@ function endEvent(end: RunFinish): RunStatementEvent {
 }
 
 /** The activity entry of a run's end. */
-function endActivity(run: RunRow, end: RunFinish): ActivityStatementEntry {
+function endActivity(run: RunRow, end: RunEnd): ActivityStatementEntry {
   const { status } = end;
   const kind = {
     Completed: 'workflow.completed',

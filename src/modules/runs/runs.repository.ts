@@ -73,7 +73,10 @@ function progressChanges(step: StepProgress): PgUpdateSetSource<typeof runs> {
 /** The columns that end a run: its final status, totals and no owner. */
 function finishChanges(end: RunEnd): PgUpdateSetSource<typeof runs> {
   return {
-    ...end,
+    status: end.status,
+    output: end.output ?? null,
+    failure_reason: end.failure_reason ?? null,
+    error: end.error ?? null,
     control: null,
     lease_owner: null,
     lease_expires_at: null,
