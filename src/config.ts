@@ -100,6 +100,12 @@ export interface Config {
    * 3 s of parsing on one core; 0 sends every index to the background.
    */
   codegraphSyncMaxBytes: number;
+  /**
+   * `SEARCH_POSTINGS_MB` and `SEARCH_POSTINGS_MIN_CHUNKS`: the memory the in-memory keyword
+   * postings of large sources may take in this process (0 turns them off), and the chunks a
+   * source needs to get them (docs/retrieval.md, "Postings in memory").
+   */
+  searchPostings: { maxBytes: number; minChunks: number };
   /** `REDIS_URL`; absent means the embedded mode: no Redis at all, jobs and events in-process. */
   redis?: { url: string };
   /** Gates the job consumers of this process (never the producers). */
@@ -205,6 +211,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     modelsDirText && path.isAbsolute(modelsDirText) ? path.resolve(modelsDirText) : undefined;
   const uploadMaxBytes = int('UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024);
   const codegraphSyncMaxBytes = int('CODEGRAPH_SYNC_MAX_BYTES', 2 * 1024 * 1024, 0, 1024 * 1024 * 1024);
+  const searchPostings = {
+    maxBytes: int('SEARCH_POSTINGS_MB', 256, 0, 1024 * 1024) * 1024 * 1024,
+    minChunks: int('SEARCH_POSTINGS_MIN_CHUNKS', 2_000, 1, 1_000_000_000),
+  };
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -227,6 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(env.METRICS_TOKEN?.trim() ? { metricsToken: env.METRICS_TOKEN.trim() } : {}),
     uploadMaxBytes,
     codegraphSyncMaxBytes,
+    searchPostings,
     redis,
     runMode,
     queue,

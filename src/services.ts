@@ -196,6 +196,9 @@ export async function createServices(config: Config, database: Database, options
     onStatsError: (error) =>
       log.warn({ err: error }, 'search counts could not be written; kept for the next try'),
     onAnalyzeError: (error) => log.warn({ err: error }, 'ANALYZE of the search index failed'),
+    postings: config.searchPostings,
+    onPostingsError: (error) =>
+      log.warn({ err: error }, 'in-memory postings could not be built; the source is searched in SQL'),
   });
   const runLog = {
     db,

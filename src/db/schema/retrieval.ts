@@ -80,7 +80,9 @@ export const chunks = pgTable(
     // the intersection of posting lists, never from a scan of every tenant's matches.
     index('chunks_search_idx').using('gin', t.workspace_id, t.search),
     index('chunks_document_idx').on(t.document_id, t.generation),
-    index('chunks_source_idx').on(t.workspace_id, t.source_id, t.generation),
+    // With `id` last it also reads a generation's chunks in id order, a page at a time
+    // (building the in-memory postings).
+    index('chunks_source_idx').on(t.workspace_id, t.source_id, t.generation, t.id),
   ],
 );
 
@@ -153,6 +155,11 @@ export const indexStats = pgTable(
     slot: smallint('slot').notNull(),
     chunks: bigint('chunks', { mode: 'number' }).notNull(),
     terms: bigint('terms', { mode: 'number' }).notNull(),
+    /**
+     * Statements that changed the slot's chunks: the sum over a generation's rows goes up with
+     * every committed write, so it versions the in-memory postings built from those chunks.
+     */
+    writes: bigint('writes', { mode: 'number' }).notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.workspace_id, t.source_id, t.generation, t.model, t.slot] })],
 );

@@ -58,6 +58,20 @@ export interface SearchScope {
   tags?: string[];
 }
 
+/**
+ * A partition of the search index: a source's active generation, with its chunk and token
+ * counts and its version, which changes with every committed write to its chunks (so an
+ * in-memory index built at the same version holds exactly the chunks a search would read).
+ */
+export interface PartitionState {
+  workspaceId: string;
+  sourceId: string;
+  generation: number;
+  chunks: number;
+  terms: number;
+  version: string;
+}
+
 /** An embedding model present in the scope. */
 export interface ScopeModel {
   model: string;
@@ -117,6 +131,17 @@ const tagFilter = (scope: SearchScope, documentId: SQL): SQL =>
     ? sql`and ${documentId} in (select d.id from documents d
         where d.workspace_id = ${scope.workspaceId} and d.tags && ${sql.param(scope.tags)}::text[])`
     : sql``;
+
+/** An `index_stats` upsert's update: the row's counts plus the new ones, and one more write. */
+const addedStats = sql`chunks = index_stats.chunks + excluded.chunks, terms = index_stats.terms + excluded.terms,
+  writes = index_stats.writes + excluded.writes`;
+
+/**
+ * A partition's version: it changes with every committed write to the partition's chunks
+ * (each adds to `writes`), so equal versions mean equal chunks (docs/retrieval.md).
+ */
+const partitionVersion = (row: { writes: number; chunks: number; terms: number }) =>
+  `${Number(row.writes)}:${Number(row.chunks)}:${Number(row.terms)}`;
 
 /**
  * The search index's tables: chunks with their tsvectors and embeddings, the active
@@ -220,12 +245,12 @@ export function createRetrievalRepository(db: Db) {
           on conflict (workspace_id, source_id, generation, lexeme, slot)
             do update set chunks = term_stats.chunks + excluded.chunks
         )
-        insert into index_stats (workspace_id, source_id, generation, model, dimensions, slot, chunks, terms)
+        insert into index_stats (workspace_id, source_id, generation, model, dimensions, slot, chunks, terms, writes)
         select ${workspaceId}, ${sourceId}, ${generation}, ${model}, ${dimensions}, ${slot}, count(*),
-          coalesce(sum(term_count), 0)
+          coalesce(sum(term_count), 0), 1
         from inserted
         on conflict (workspace_id, source_id, generation, model, slot)
-          do update set chunks = index_stats.chunks + excluded.chunks, terms = index_stats.terms + excluded.terms`);
+          do update set ${addedStats}`);
     },
 
     /** Whether a document has chunks in a generation (a cheap probe before a replacing delete). */
@@ -257,13 +282,13 @@ export function createRetrievalRepository(db: Db) {
           on conflict (workspace_id, source_id, generation, lexeme, slot)
             do update set chunks = term_stats.chunks + excluded.chunks
         )
-        insert into index_stats (workspace_id, source_id, generation, model, dimensions, slot, chunks, terms)
+        insert into index_stats (workspace_id, source_id, generation, model, dimensions, slot, chunks, terms, writes)
         select ${workspaceId}, g.source_id, g.generation, m.model, m.dimensions, ${slot}, -count(*),
-          -coalesce(sum(g.term_count), 0)
+          -coalesce(sum(g.term_count), 0), 1
         from gone g join models m on m.id = g.id
         group by g.source_id, g.generation, m.model, m.dimensions
         on conflict (workspace_id, source_id, generation, model, slot)
-          do update set chunks = index_stats.chunks + excluded.chunks, terms = index_stats.terms + excluded.terms`);
+          do update set ${addedStats}`);
     },
 
     /** Drops a source's chunks and statistics of generations below `generation` (all when undefined). */
@@ -286,24 +311,110 @@ export function createRetrievalRepository(db: Db) {
       );
     },
 
-    /** The scope's chunk count and token total, and its embedding models. */
+    /**
+     * The scope's chunk count and token total, its embedding models, and its partitions (each
+     * source's active generation) with their counts and versions.
+     */
     async scopeStats(scope: SearchScope) {
-      const rows = rowsOf<{ model: string; dimensions: number; chunks: number; terms: number }>(
-        await db.execute(sql`select st.model, st.dimensions::int as dimensions,
-            sum(st.chunks)::float8 as chunks, sum(st.terms)::float8 as terms
+      const rows = rowsOf<{
+        source_id: string;
+        generation: number;
+        model: string;
+        dimensions: number;
+        chunks: number;
+        terms: number;
+        writes: number;
+      }>(
+        await db.execute(sql`select st.source_id, st.generation, st.model, st.dimensions::int as dimensions,
+            sum(st.chunks)::float8 as chunks, sum(st.terms)::float8 as terms, sum(st.writes)::float8 as writes
           from index_stats st join ${activeGenerations(scope)} a
             on a.source_id = st.source_id and a.generation = st.generation
           where st.workspace_id = ${scope.workspaceId}
-          group by st.model, st.dimensions`),
+          group by st.source_id, st.generation, st.model, st.dimensions`),
       );
-      const totals = rows.reduce(
-        (sum, row) => ({ chunks: sum.chunks + Number(row.chunks), terms: sum.terms + Number(row.terms) }),
-        { chunks: 0, terms: 0 },
+      const totals = { chunks: 0, terms: 0 };
+      const byModel = new Map<string, ScopeModel>();
+      const bySource = new Map<string, PartitionState & { writes: number }>();
+      for (const row of rows) {
+        const chunks = Number(row.chunks);
+        const terms = Number(row.terms);
+        totals.chunks += chunks;
+        totals.terms += terms;
+        if (row.model !== '') {
+          const key = `${row.model}\u0000${row.dimensions}`;
+          const model = byModel.get(key) ?? {
+            model: row.model,
+            dimensions: Number(row.dimensions),
+            chunks: 0,
+          };
+          model.chunks += chunks;
+          byModel.set(key, model);
+        }
+        const partition = bySource.get(row.source_id) ?? {
+          workspaceId: scope.workspaceId,
+          sourceId: row.source_id,
+          generation: Number(row.generation),
+          chunks: 0,
+          terms: 0,
+          version: '',
+          writes: 0,
+        };
+        partition.chunks += chunks;
+        partition.terms += terms;
+        partition.writes += Number(row.writes);
+        bySource.set(row.source_id, partition);
+      }
+      const models = [...byModel.values()].filter((model) => model.chunks > 0);
+      const partitions: PartitionState[] = [...bySource.values()].map(({ writes, ...partition }) => ({
+        ...partition,
+        version: partitionVersion({ writes, chunks: partition.chunks, terms: partition.terms }),
+      }));
+      return { totals, models, partitions };
+    },
+
+    /** A partition's version now (as `scopeStats` reports it). */
+    async partitionVersion(workspaceId: string, sourceId: string, generation: number): Promise<string> {
+      const rows = rowsOf<{ writes: number; chunks: number; terms: number }>(
+        await db.execute(sql`select coalesce(sum(writes), 0)::float8 as writes,
+            coalesce(sum(chunks), 0)::float8 as chunks, coalesce(sum(terms), 0)::float8 as terms
+          from index_stats
+          where workspace_id = ${workspaceId} and source_id = ${sourceId} and generation = ${generation}`),
       );
-      const models: ScopeModel[] = rows
-        .filter((row) => row.model !== '' && Number(row.chunks) > 0)
-        .map((row) => ({ model: row.model, dimensions: Number(row.dimensions), chunks: Number(row.chunks) }));
-      return { totals, models };
+      return partitionVersion(rows[0] ?? { writes: 0, chunks: 0, terms: 0 });
+    },
+
+    /**
+     * Up to `limit` chunks of a partition after chunk `afterId`, in id order, with what the
+     * in-memory postings need: document, BM25 length and the tsvector as text.
+     */
+    async partitionChunks(
+      workspaceId: string,
+      sourceId: string,
+      generation: number,
+      afterId: number,
+      limit: number,
+    ) {
+      const rows = rowsOf<{ id: number; document_id: string; term_count: number; search: string }>(
+        await db.execute(sql`select id, document_id, term_count, search::text as search from chunks
+          where workspace_id = ${workspaceId} and source_id = ${sourceId} and generation = ${generation}
+            and id > ${afterId}
+          order by id limit ${limit}`),
+      );
+      return rows.map((row) => ({
+        id: Number(row.id),
+        documentId: row.document_id,
+        length: Number(row.term_count),
+        search: row.search,
+      }));
+    },
+
+    /** The workspace's documents carrying any of `tags` (a search's tag filter, applied in memory). */
+    async taggedDocuments(workspaceId: string, tags: string[]): Promise<Set<string>> {
+      const rows = rowsOf<{ id: string }>(
+        await db.execute(sql`select d.id from documents d
+          where d.workspace_id = ${workspaceId} and d.tags && ${sql.param(tags)}::text[]`),
+      );
+      return new Set(rows.map((row) => row.id));
     },
 
     /** The query's lexemes (English stemming, stop words dropped) with their frequency in the scope. */

@@ -270,6 +270,161 @@ describe('the keyword candidate budget', () => {
   });
 });
 
+describe('in-memory postings', () => {
+  /** A second search service over the same database whose postings cover partitions of `minChunks` and more. */
+  const withPostings = (minChunks: number) =>
+    createRetrievalService({
+      db,
+      settings: createSettingsService(db),
+      models: { embed: () => Promise.reject(new Error('no embedding provider in these tests')) },
+      credentials: { get: () => Promise.reject(new Error('no vault in these tests')) },
+      postings: { minChunks, rebuildSpacing: 0, minRebuildIntervalMs: 0 },
+    });
+
+  /** Every result's document, chunk, score and highlights: what must not depend on the path. */
+  const shape = (found: Awaited<ReturnType<RetrievalService['search']>>) =>
+    found.results.map((result) => ({
+      document: result.document.id,
+      chunk: result.chunk.id,
+      score: result.score.toFixed(10),
+      highlights: result.highlights.map((chunk) => [chunk.chunk_id, chunk.score.toFixed(10)]),
+    }));
+
+  it('reads tsvectors as PostgreSQL writes them, quotes and backslashes included', async () => {
+    const ws = await newWorkspace();
+    const quirky = await insertDocument(db, ws.workspaceId, ws.sourceId);
+    await indexDocument(ws, ['plain words here'], { documentId: quirky.id });
+    // Lexemes no English text yields, written straight into the chunk's tsvector.
+    await t.rows(sql`update chunks set search = search || $$'it''s':3 'back\\\\slash':4,5 'a b':6$$::tsvector
+      where document_id = ${quirky.id}`);
+    const [row] = await t.rows<{ text: string; truth: Record<string, number> }>(sql`
+      select search::text as text,
+        (select jsonb_object_agg(u.lexeme, cardinality(u.positions)) from unnest(search) u) as truth
+      from chunks where document_id = ${quirky.id}`);
+    const { forEachLexeme } = await import('./postings.ts');
+    const parsed: Record<string, number> = {};
+    forEachLexeme(row?.text as string, (lexeme, frequency) => {
+      parsed[lexeme] = frequency;
+    });
+    expect(parsed).toEqual(row?.truth);
+    expect(parsed).toMatchObject({ "it's": 1, 'a b': 1 });
+    expect(Object.entries(parsed).find(([lexeme]) => lexeme.includes('\\'))).toEqual(['back\\slash', 2]);
+  });
+
+  it('rank exactly as the SQL path does, once built, and keep answering while a write makes them stale', async () => {
+    const ws = await newWorkspace();
+    await indexZipfCorpus(ws);
+    const memory = withPostings(1);
+    const words = ZIPF_WORDS;
+    const queries = [
+      `${words[0]} ${words[1]} ${words[200]}`,
+      `${words[2]} ${words[3]} ${words[4]} ${words[5]}`,
+      `${words[0]} ${words[0]} ${words[50]} ${words[120]} ${words[300]}`,
+      words.slice(4, 13).join(' '),
+    ];
+    // The first search finds no postings: it is answered in SQL and starts the build.
+    const before = await memory.search(ws, { query: queries[0] as string, mode: 'keyword' });
+    expect(memory.postings.usage().served).toBe(0);
+    await memory.postings.settled();
+    expect(memory.postings.usage()).toMatchObject({ partitions: 1, building: 0 });
+    expect(shape(await memory.search(ws, { query: queries[0] as string, mode: 'keyword' }))).toEqual(
+      shape(before),
+    );
+    for (const query of queries) {
+      const inSql = await search(ws, query, 20);
+      const inMemory = await memory.search(ws, { query, top_k: 20, mode: 'keyword' });
+      expect(inMemory.results.length).toBeGreaterThan(0);
+      expect(shape(inMemory)).toEqual(shape(inSql));
+      expect(inMemory.exact).toBe(true);
+    }
+    expect(memory.postings.usage().served).toBe(1 + queries.length);
+
+    // A new document changes the partition's version: the next search reads SQL and sees it
+    // at once; the rebuilt postings see it too.
+    const rare = `${words[0]} zanzibarite`;
+    const added = await indexDocument(ws, [rare]);
+    const served = memory.postings.usage().served;
+    const fresh = await memory.search(ws, { query: 'zanzibarite', mode: 'keyword' });
+    expect(fresh.results.map((result) => result.document.id)).toEqual([added]);
+    expect(memory.postings.usage().served).toBe(served);
+    await memory.postings.settled();
+    const rebuilt = await memory.search(ws, { query: 'zanzibarite', mode: 'keyword' });
+    expect(memory.postings.usage().served).toBe(served + 1);
+    expect(shape(rebuilt)).toEqual(shape(fresh));
+
+    // A removed document is gone from the very next search, whichever path answers it.
+    await inTransaction(db, (tx) => retrieval.removeDocument(tx, ws.workspaceId, added));
+    expect((await memory.search(ws, { query: 'zanzibarite', mode: 'keyword' })).results).toEqual([]);
+    await memory.postings.settled();
+    expect((await memory.search(ws, { query: 'zanzibarite', mode: 'keyword' })).results).toEqual([]);
+    for (const query of queries) {
+      expect(shape(await memory.search(ws, { query, top_k: 20, mode: 'keyword' }))).toEqual(
+        shape(await search(ws, query, 20)),
+      );
+    }
+  });
+
+  it('merge sources held in memory with sources searched in SQL, and apply tag filters', async () => {
+    const ws = await newWorkspace();
+    await indexZipfCorpus(ws);
+    const small = await insertSource(db, ws.workspaceId);
+    const words = ZIPF_WORDS;
+    const tagged: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      tagged.push(
+        await indexDocument(
+          { workspaceId: ws.workspaceId, sourceId: small.id },
+          [`${words[i]} ${words[i + 1]} ${words[250]}`],
+          {
+            tags: i % 2 === 0 ? ['even'] : ['odd'],
+          },
+        ),
+      );
+    }
+    // Tag some of the large source's documents too.
+    await t.rows(sql`update documents set tags = '{even}'
+      where source_id = ${ws.sourceId} and id in (select id from documents where source_id = ${ws.sourceId} order by id limit 40)`);
+    const memory = withPostings(100);
+    const query = `${words[0]} ${words[1]} ${words[2]} ${words[250]}`;
+    await memory.search(ws, { query, mode: 'keyword' });
+    await memory.postings.settled();
+    expect(memory.postings.usage().partitions).toBe(1);
+    for (const input of [
+      { query, top_k: 30 },
+      { query, top_k: 30, tags: ['even'] },
+      { query, top_k: 30, tags: ['odd'] },
+      { query, top_k: 30, source_ids: [ws.sourceId] },
+      { query, top_k: 30, source_ids: [small.id], tags: ['even'] },
+    ]) {
+      const served = memory.postings.usage().served;
+      const inMemory = await memory.search(ws, { ...input, mode: 'keyword' });
+      expect(shape(inMemory)).toEqual(shape(await retrieval.search(ws, { ...input, mode: 'keyword' })));
+      expect(inMemory.results.length).toBeGreaterThan(0);
+      if (!input.source_ids?.includes(small.id)) expect(memory.postings.usage().served).toBe(served + 1);
+    }
+    const odd = await memory.search(ws, { query, top_k: 30, mode: 'keyword', tags: ['odd'] });
+    expect(odd.results.every((result) => result.document.tags.includes('odd'))).toBe(true);
+  });
+
+  it('stay out of the way when off or when a partition is below the size', async () => {
+    const ws = await newWorkspace();
+    await indexDocument(ws, ['one small document']);
+    const off = createRetrievalService({
+      db,
+      settings: createSettingsService(db),
+      models: { embed: () => Promise.reject(new Error('no embedding provider in these tests')) },
+      credentials: { get: () => Promise.reject(new Error('no vault in these tests')) },
+      postings: { maxBytes: 0, minChunks: 1 },
+    });
+    const large = withPostings(2);
+    for (const service of [off, large]) {
+      expect((await service.search(ws, { query: 'small', mode: 'keyword' })).results.length).toBe(1);
+      await service.postings.settled();
+      expect(service.postings.usage()).toEqual({ partitions: 0, bytes: 0, building: 0, served: 0 });
+    }
+  });
+});
+
 describe('statistics under concurrent writers', () => {
   it('stay exact when many transactions index one workspace at once', async () => {
     const ws = await newWorkspace();

@@ -9,6 +9,8 @@ import {
   type EmbeddingSettings,
   type Embeddings,
 } from './embeddings.ts';
+import { PostingsBuilder, type PostingsIndex } from './postings.ts';
+import { type BuiltPartition, createPostingsCache, type PostingsCacheOptions } from './postings-cache.ts';
 import {
   averageLength,
   BM25_DEFAULTS,
@@ -20,6 +22,7 @@ import {
   firstPassTerms,
   fuseRanks,
   type RankedChunk,
+  type WeightedTerm,
   weighTerms,
 } from './ranking.ts';
 import {
@@ -27,6 +30,7 @@ import {
   createRetrievalRepository,
   HNSW_DIMENSIONS,
   HNSW_HALFVEC_DIMENSIONS,
+  type PartitionState,
   type ScopeModel,
   type SearchMode,
   type SearchScope,
@@ -105,6 +109,17 @@ export const KEYWORD_CANDIDATE_BUDGET = 6_000;
 export const ANALYZE_AFTER_CHUNKS = 2_000;
 export const ANALYZE_GROWTH = 0.2;
 
+/**
+ * In-memory postings (docs/retrieval.md, "Postings in memory"): the memory all partitions'
+ * indexes may hold in one process, and the size from which a partition gets one (smaller ones
+ * are searched in SQL, which is fast enough there).
+ */
+export const DEFAULT_POSTINGS_MEMORY_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_POSTINGS_MIN_CHUNKS = 2_000;
+
+/** Chunks read per statement while building a partition's postings. */
+const POSTINGS_PAGE = 2_000;
+
 /** Chunks each arm ranks: enough for `topK` documents with highlights, and for the fusion. */
 export const armDepth = (topK: number): number => Math.min(300, Math.max(30, topK * 3));
 
@@ -178,6 +193,16 @@ export interface RetrievalDependencies extends EmbeddingDependencies {
    * ranks by keywords only, whatever mode was asked (no query is embedded). Absent: never.
    */
   keywordOnly?: (caller: Pick<Caller, 'workspaceId' | 'userId'>) => Promise<boolean>;
+  /**
+   * In-memory postings: memory budget (0: off), smallest partition (chunks) that gets them,
+   * and how soon a stale partition may be rebuilt (`postings-cache.ts`).
+   */
+  postings?: Pick<PostingsCacheOptions, 'rebuildSpacing' | 'minRebuildIntervalMs'> & {
+    maxBytes?: number;
+    minChunks?: number;
+  };
+  /** Told when building a partition's in-memory postings fails (it is searched in SQL meanwhile). */
+  onPostingsError?: (error: unknown) => void;
   /** Told when a background `ANALYZE` fails. */
   onAnalyzeError?: (error: unknown) => void;
   /** Told when the hit-rate counts cannot be written (they are kept and retried). */
@@ -200,6 +225,33 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     read: (workspaceId, since) => reader.searchCounts(workspaceId, since),
     ...(deps.now ? { now: deps.now } : {}),
     ...(deps.onStatsError ? { onError: deps.onStatsError } : {}),
+  });
+
+  /**
+   * A partition's postings, read a page at a time; undefined when a write committed while it
+   * was read (its version moved), since the pages may then mix two states.
+   */
+  async function loadPartition(partition: PartitionState): Promise<BuiltPartition | undefined> {
+    const { workspaceId, sourceId, generation } = partition;
+    const version = await reader.partitionVersion(workspaceId, sourceId, generation);
+    const builder = new PostingsBuilder();
+    for (let after = 0; ; ) {
+      const rows = await reader.partitionChunks(workspaceId, sourceId, generation, after, POSTINGS_PAGE);
+      for (const row of rows) builder.add(row.id, row.documentId, row.length, row.search);
+      const last = rows.at(-1);
+      if (!last || rows.length < POSTINGS_PAGE) break;
+      after = last.id;
+    }
+    if ((await reader.partitionVersion(workspaceId, sourceId, generation)) !== version) return undefined;
+    return { generation, version, index: builder.finish() };
+  }
+
+  const postings = createPostingsCache({
+    ...deps.postings,
+    maxBytes: deps.postings?.maxBytes ?? DEFAULT_POSTINGS_MEMORY_BYTES,
+    minChunks: deps.postings?.minChunks ?? DEFAULT_POSTINGS_MIN_CHUNKS,
+    load: loadPartition,
+    ...(deps.onPostingsError ? { onError: deps.onPostingsError } : {}),
   });
 
   let writtenSinceAnalyze = 0;
@@ -237,21 +289,18 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     chunk.headingPath.length > 0 ? `${chunk.headingPath.join(' > ')}\n\n${chunk.text}` : chunk.text;
 
   /**
-   * BM25 over the full-text index, the top `depth` with MaxScore pruning (docs/retrieval.md):
-   * exact, unless the search allows a budget (`exact` false) and the terms MaxScore cannot
-   * rule out hold more than its postings; then the chunks of the rarest of those terms, up to
-   * the budget, are ranked (`exact: false`).
+   * BM25 in SQL over the full-text index, the top `depth` with MaxScore pruning
+   * (docs/retrieval.md): exact, unless the search allows a budget (`exact` false) and the terms
+   * MaxScore cannot rule out hold more than its postings; then the chunks of the rarest of
+   * those terms, up to the budget, are ranked (`exact: false`).
    */
-  async function keywordArm(
+  async function keywordInSql(
     scope: SearchScope,
-    query: string,
-    totals: CorpusStats,
+    terms: WeightedTerm[],
+    avg: number,
     depth: number,
     exact: boolean,
   ): Promise<{ ranked: RankedChunk[]; exact: boolean }> {
-    const terms = weighTerms(await reader.queryTerms(scope, query), totals, params);
-    if (terms.length === 0) return { ranked: [], exact: true };
-    const avg = averageLength(totals);
     const budget =
       deps.firstPassPostings ?? Math.max(MIN_FIRST_PASS_POSTINGS, depth * FIRST_PASS_POSTINGS_PER_RESULT);
     const first = firstPassTerms(terms, budget);
@@ -262,12 +311,51 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     const essential = essentialTerms(terms, threshold * (1 - 1e-9));
     if (essential.every((term) => first.includes(term))) return { ranked, exact: true };
     const candidateBudget = deps.candidateBudget ?? KEYWORD_CANDIDATE_BUDGET;
-    const postings = essential.reduce((sum, term) => sum + term.documentFrequency, 0);
-    if (exact || postings <= candidateBudget) {
+    const postingCount = essential.reduce((sum, term) => sum + term.documentFrequency, 0);
+    if (exact || postingCount <= candidateBudget) {
       return { ranked: await reader.keywordSearch(scope, terms, essential, avg, depth, params), exact: true };
     }
     const capped = firstPassTerms(essential, candidateBudget);
     return { ranked: await reader.keywordSearch(scope, terms, capped, avg, depth, params), exact: false };
+  }
+
+  /**
+   * BM25 over the scope's partitions: those whose in-memory postings are current are scored
+   * there (exact, a few nanoseconds per posting), the others in SQL; both with the scope's
+   * statistics, merged into one ranking.
+   */
+  async function keywordArm(
+    scope: SearchScope,
+    query: string,
+    totals: CorpusStats,
+    partitions: PartitionState[],
+    depth: number,
+    exact: boolean,
+  ): Promise<{ ranked: RankedChunk[]; exact: boolean }> {
+    const terms = weighTerms(await reader.queryTerms(scope, query), totals, params);
+    if (terms.length === 0) return { ranked: [], exact: true };
+    const avg = averageLength(totals);
+    const inMemory: PostingsIndex[] = [];
+    const inSql: string[] = [];
+    for (const partition of partitions) {
+      const index = postings.lookup(partition);
+      if (index) inMemory.push(index);
+      else inSql.push(partition.sourceId);
+    }
+    if (inMemory.length === 0) return keywordInSql(scope, terms, avg, depth, exact);
+    const [documents, fromSql] = await Promise.all([
+      scope.tags && scope.tags.length > 0 ? reader.taggedDocuments(scope.workspaceId, scope.tags) : undefined,
+      inSql.length > 0
+        ? keywordInSql({ ...scope, sourceIds: inSql }, terms, avg, depth, exact)
+        : { ranked: [], exact: true },
+    ]);
+    const ranked = [
+      ...fromSql.ranked,
+      ...inMemory.flatMap((index) => index.top(terms, avg, params, depth, documents)),
+    ]
+      .sort(byScore)
+      .slice(0, depth);
+    return { ranked, exact: fromSql.exact };
   }
 
   async function queryVector(
@@ -321,10 +409,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       }
       return found;
     });
-    return lists
-      .flat()
-      .sort((a, b) => b.score - a.score || a.chunkId - b.chunkId)
-      .slice(0, depth);
+    return lists.flat().sort(byScore).slice(0, depth);
   }
 
   async function rerank(
@@ -364,7 +449,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       ...(input.source_ids ? { sourceIds: input.source_ids } : {}),
       ...(input.tags ? { tags: input.tags } : {}),
     };
-    const { totals, models } = await reader.scopeStats(scope);
+    const { totals, models, partitions } = await reader.scopeStats(scope);
     const mode: SearchMode = input.mode ?? (models.length > 0 ? 'hybrid' : 'keyword');
     if (mode !== 'keyword' && models.length === 0 && totals.chunks > 0) {
       throw invalidFields([
@@ -378,7 +463,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     const runVector = models.length > 0 && (mode === 'vector' || (mode === 'hybrid' && weights.vector > 0));
     const [{ ranked: keyword, exact }, vector] = await Promise.all([
       runKeyword
-        ? keywordArm(scope, input.query, totals, depth, input.exact ?? true)
+        ? keywordArm(scope, input.query, totals, partitions, depth, input.exact ?? true)
         : { ranked: [], exact: true },
       runVector ? vectorArm(caller, scope, models, input.query, depth, signal) : [],
     ]);
@@ -517,6 +602,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       const repository = createRetrievalRepository(tx);
       await repository.dropGenerations(workspaceId, sourceId);
       await repository.deleteSource(workspaceId, sourceId);
+      afterCommit(tx, () => postings.forget(workspaceId, sourceId));
     },
 
     /** Throws 400 naming `body.embedding.provider`/`.model` when the settings cannot embed. */
@@ -554,12 +640,18 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       return { results, mode, exact, took_ms: Math.round((performance.now() - started) * 10) / 10 };
     },
 
+    /** The in-memory postings: what they hold, and a promise of the builds running now settling. */
+    postings: { usage: postings.usage, settled: postings.settled },
+
     /** The workspace's retrieval hit-rate since `since` (whole UTC days; default the last 24 h). */
     hitRate: (workspaceId: string, since?: Date): Promise<HitRate> => stats.hitRate(workspaceId, since),
   };
 }
 
 export type RetrievalService = ReturnType<typeof createRetrievalService>;
+
+/** Higher score first; ties in chunk id order (as the SQL orders them). */
+const byScore = (a: RankedChunk, b: RankedChunk) => b.score - a.score || a.chunkId - b.chunkId;
 
 function staleGeneration(generation: number, active: number) {
   return new AppError(
