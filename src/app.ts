@@ -103,7 +103,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   await app.register(swagger, swaggerOptions(config.auth.mode));
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  registerPrometheus(app, { token: config.metricsToken });
+  registerPrometheus(app, { token: config.metricsToken, postings: services.retrieval.postings.usage });
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
   await app.register(
     async (api) => {

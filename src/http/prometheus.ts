@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { Type } from 'typebox';
 import { AppError, unauthorized } from '../errors.ts';
 
@@ -12,7 +12,14 @@ import { AppError, unauthorized } from '../errors.ts';
  * scraper sends it as a bearer token; without it only loopback clients are answered (a
  * scraper on the host, or an agent beside it). Workspace figures are `GET /api/system/metrics`.
  */
-export function registerPrometheus(app: FastifyInstance, options: { token?: string } = {}): void {
+export function registerPrometheus(
+  app: FastifyInstance,
+  options: {
+    token?: string;
+    /** What the search index's in-memory postings hold now (docs/retrieval.md). */
+    postings?: () => { partitions: number; bytes: number; building: number };
+  } = {},
+): void {
   const expected = options.token === undefined ? undefined : digest(options.token);
   const allowed = (request: FastifyRequest): boolean => {
     if (expected === undefined) return isLoopback(request.socket.remoteAddress);
@@ -29,6 +36,24 @@ export function registerPrometheus(app: FastifyInstance, options: { token?: stri
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+
+  const postings = options.postings;
+  if (postings) {
+    for (const [name, help, field] of [
+      ['search_postings_bytes', 'Memory held by the in-memory keyword postings.', 'bytes'],
+      ['search_postings_partitions', 'Sources whose keyword postings are held in memory.', 'partitions'],
+      ['search_postings_builds', 'Builds of in-memory keyword postings running now.', 'building'],
+    ] as const) {
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(postings()[field]);
+        },
+      });
+    }
+  }
 
   app.addHook('onResponse', async (request, reply) => {
     duration.observe(

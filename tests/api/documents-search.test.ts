@@ -391,3 +391,85 @@ describe('POST /api/documents/search', () => {
     });
   });
 });
+
+describe('POST /api/documents/search over in-memory postings (SEARCH_POSTINGS_MIN_CHUNKS=1)', () => {
+  let memory: TestApp;
+  beforeAll(async () => {
+    memory = await createTestApp({ env: { SEARCH_POSTINGS_MIN_CHUNKS: '1' } });
+  });
+  afterAll(() => memory.close());
+
+  /** Indexes `documents` into a new source of `actor`'s workspace in the second app. */
+  async function indexInto(actor: Actor, documents: Doc[]) {
+    const db = memory.database.db;
+    const sourceId = (await insertSource(db, actor.workspaceId)).id;
+    const ids: string[] = [];
+    for (const document of documents) {
+      const { id } = await insertDocument(db, actor.workspaceId, sourceId, {
+        ...(document.title ? { title: document.title } : {}),
+        ...(document.tags ? { tags: document.tags } : {}),
+      });
+      const prepared = await memory.services.retrieval.prepare(
+        actor.workspaceId,
+        KEYWORD_ONLY,
+        document.chunks.map((chunk, position) => ({
+          position,
+          text: chunk.text,
+          headingPath: chunk.heading ?? [],
+          tokenCount: chunk.text.split(/\s+/).length,
+        })),
+      );
+      await inTransaction(db, (tx) =>
+        memory.services.retrieval.indexDocument(
+          tx,
+          { workspaceId: actor.workspaceId, sourceId, documentId: id, generation: 1 },
+          prepared,
+        ),
+      );
+      ids.push(id);
+    }
+    return { sourceId, ids };
+  }
+
+  it('answers as the SQL path did, filters and isolation included, once the postings are built', async () => {
+    const actor = await memory.newWorkspace();
+    const other = await memory.newWorkspace();
+    const garden = await indexInto(actor, GARDENING);
+    const lab = await indexInto(actor, [
+      { title: 'Soil', tags: ['lab'], chunks: [{ text: 'Soil samples were analysed for nitrogen.' }] },
+    ]);
+    await indexInto(other, [{ title: 'Theirs', chunks: [{ text: 'Their soil and their tomatoes.' }] }]);
+    const bodies: Array<Record<string, unknown>> = [
+      { query: 'how often should I water tomatoes?' },
+      { query: 'soil', top_k: 5 },
+      { query: 'soil', source_ids: [lab.sourceId] },
+      { query: 'soil', tags: ['vegetables', 'lab'] },
+      { query: 'soil tomato', min_score: 0.5 },
+    ];
+    const answers = async (who: Actor) =>
+      Promise.all(
+        bodies.map(async (body) => {
+          const response = await memory.call(who, 'POST', '/api/documents/search', {
+            ...body,
+            mode: 'keyword',
+          });
+          expect(response.statusCode).toBe(200);
+          const { took_ms: _took, ...rest } = response.json();
+          return rest;
+        }),
+      );
+    const inSql = await answers(actor);
+    await memory.services.retrieval.postings.settled();
+    const served = memory.services.retrieval.postings.usage().served;
+    const inMemory = await answers(actor);
+    expect(memory.services.retrieval.postings.usage().served).toBeGreaterThan(served);
+    expect(inMemory).toEqual(inSql);
+    expect(inMemory[0]?.results[0].document.id).toBe(garden.ids[0]);
+    expect(inMemory[2]?.results.map((r: { document: { id: string } }) => r.document.id)).toEqual(lab.ids);
+    // The other workspace's postings are its own: its words never reach this one.
+    const theirs = await memory.call(other, 'POST', '/api/documents/search', { query: 'nitrogen' });
+    expect(theirs.json().results).toEqual([]);
+    const metrics = await memory.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' });
+    expect(metrics.body).toMatch(/^search_postings_partitions [1-9]/m);
+  });
+});

@@ -17,6 +17,8 @@ describe('GET /metrics without a token', () => {
     expect(local.headers['content-type']).toContain('text/plain');
     expect(local.body).toContain('http_server_request_duration_seconds_bucket');
     expect(local.body).toContain('http_route="/api/health"');
+    expect(local.body).toMatch(/^search_postings_bytes 0$/m);
+    expect(local.body).toMatch(/^search_postings_partitions 0$/m);
     const remote = await t.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9' });
     expect(remote.statusCode).toBe(403);
     expect(remote.json()).toMatchObject({ code: 'metrics_forbidden' });

@@ -4,7 +4,7 @@ import { type BuiltPartition, createPostingsCache, type PostingsCacheOptions } f
 import type { PartitionState } from './retrieval.repository.ts';
 
 /** An index of `chunks` one-lexeme chunks. */
-function indexOf(chunks: number): PostingsIndex {
+function indexOf(chunks: number): Promise<PostingsIndex> {
   const builder = new PostingsBuilder();
   for (let id = 1; id <= chunks; id++) builder.add(id, `doc-${id}`, 1, "'word':1");
   return builder.finish();
@@ -22,7 +22,7 @@ const partition = (overrides: Partial<PartitionState> = {}): PartitionState => (
 
 /** A cache whose loads answer what `answer` says, counting them; the clock is the test's. */
 function cacheWith(
-  answer: (wanted: PartitionState) => BuiltPartition | undefined | Error,
+  answer: (wanted: PartitionState) => Promise<BuiltPartition> | undefined | Error,
   options: Partial<PostingsCacheOptions> = {},
 ) {
   let clock = 0;
@@ -33,7 +33,7 @@ function cacheWith(
     minChunks: 10,
     load: async (wanted) => {
       loads.push(wanted);
-      const answered = answer(wanted);
+      const answered = await answer(wanted);
       if (answered instanceof Error) throw answered;
       return answered;
     },
@@ -51,10 +51,10 @@ function cacheWith(
   };
 }
 
-const built = (wanted: PartitionState, chunks = 100): BuiltPartition => ({
+const built = async (wanted: PartitionState, chunks = 100): Promise<BuiltPartition> => ({
   generation: wanted.generation,
   version: wanted.version,
-  index: indexOf(chunks),
+  index: await indexOf(chunks),
 });
 
 describe('the postings cache', () => {
@@ -111,7 +111,7 @@ describe('the postings cache', () => {
   });
 
   it('evicts the least recently searched partition to stay within its memory', async () => {
-    const size = indexOf(1000).bytes;
+    const size = (await indexOf(1000)).bytes;
     const { cache } = cacheWith((wanted) => built(wanted, 1000), {
       maxBytes: Math.floor(size * 2.5),
       minChunks: 1,

@@ -61,13 +61,13 @@ function corpus(chunks: number) {
   });
 }
 
-describe('in-memory postings', () => {
+describe('in-memory postings', async () => {
   const chunks = corpus(500);
   const builder = new PostingsBuilder();
   for (const chunk of chunks) {
     builder.add(chunk.id, chunk.documentId, chunk.length, tsvectorText(chunk.frequencies));
   }
-  const index = builder.finish();
+  const index = await builder.finish();
   const stats: CorpusStats = { chunks: chunks.length, terms: chunks.reduce((sum, c) => sum + c.length, 0) };
   const avg = stats.terms / stats.chunks;
   const weigh = (query: string[]) =>

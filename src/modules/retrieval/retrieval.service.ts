@@ -118,7 +118,7 @@ export const DEFAULT_POSTINGS_MEMORY_BYTES = 256 * 1024 * 1024;
 export const DEFAULT_POSTINGS_MIN_CHUNKS = 2_000;
 
 /** Chunks read per statement while building a partition's postings. */
-const POSTINGS_PAGE = 2_000;
+const POSTINGS_PAGE = 1_000;
 
 /** Chunks each arm ranks: enough for `topK` documents with highlights, and for the fusion. */
 export const armDepth = (topK: number): number => Math.min(300, Math.max(30, topK * 3));
@@ -243,7 +243,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       after = last.id;
     }
     if ((await reader.partitionVersion(workspaceId, sourceId, generation)) !== version) return undefined;
-    return { generation, version, index: builder.finish() };
+    return { generation, version, index: await builder.finish() };
   }
 
   const postings = createPostingsCache({
