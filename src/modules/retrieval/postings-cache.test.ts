@@ -110,6 +110,25 @@ describe('the postings cache', () => {
     expect(cache.usage()).toMatchObject({ partitions: 0, building: 0 });
   });
 
+  it('runs builds one at a time, in the order they were asked for', async () => {
+    let running = 0;
+    let most = 0;
+    const { cache, loads } = cacheWith(async (wanted) => {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running -= 1;
+      return built(wanted);
+    });
+    const sources = ['a', 'b', 'c'].map((sourceId) => partition({ sourceId }));
+    for (const wanted of sources) cache.lookup(wanted);
+    expect(cache.usage().building).toBe(3);
+    await cache.settled();
+    expect(most).toBe(1);
+    expect(loads.map((wanted) => wanted.sourceId)).toEqual(['a', 'b', 'c']);
+    for (const wanted of sources) expect(cache.lookup(wanted)).toBeDefined();
+  });
+
   it('evicts the least recently searched partition to stay within its memory', async () => {
     const size = (await indexOf(1000)).bytes;
     const { cache } = cacheWith((wanted) => built(wanted, 1000), {

@@ -45,22 +45,32 @@ const keyOf = (partition: Pick<PartitionState, 'workspaceId' | 'sourceId'>) =>
  * The in-memory postings of large partitions, shared by every search of the process. A search
  * asks for each partition of its scope with the state its statistics read; it gets the index
  * only when one of exactly that version is held, and otherwise searches that partition in SQL
- * while a build runs in the background (one at a time per partition, spaced by how long the
- * last one took, so a partition written without pause does not keep a core busy rebuilding).
- * Least recently used indexes go first when the memory budget is reached.
+ * while the partition waits for a build in the background. Builds run one at a time in the
+ * process (a tenant searching many large sources at once queues them, it does not take the
+ * cores), and a partition is rebuilt no sooner than `spacing` times its last build's duration
+ * after it, so one written without pause does not keep a core busy rebuilding. Least recently
+ * used indexes go first when the memory budget is reached.
  */
 export function createPostingsCache(options: PostingsCacheOptions) {
   const now = options.now ?? Date.now;
   const spacing = options.rebuildSpacing ?? REBUILD_SPACING;
   const minInterval = options.minRebuildIntervalMs ?? MIN_REBUILD_INTERVAL_MS;
   const entries = new Map<string, BuiltPartition>();
-  const builds = new Map<string, Promise<void>>();
+  /** Partitions waiting for a build, in the order they were asked for. */
+  const waiting = new Map<string, PartitionState>();
+  let building: string | undefined;
+  let drained: Promise<void> = Promise.resolve();
   const lastBuild = new Map<string, { at: number; ms: number }>();
   let bytes = 0;
   let served = 0;
 
   const fits = (partition: PartitionState) =>
     partition.terms * BYTES_PER_TOKEN + partition.chunks * BYTES_PER_CHUNK <= options.maxBytes;
+
+  const rebuiltRecently = (key: string) => {
+    const last = lastBuild.get(key);
+    return last !== undefined && now() - last.at < Math.max(minInterval, last.ms * spacing);
+  };
 
   function evict(key: string) {
     const entry = entries.get(key);
@@ -81,27 +91,33 @@ export function createPostingsCache(options: PostingsCacheOptions) {
     bytes += built.index.bytes;
   }
 
-  function build(key: string, partition: PartitionState) {
-    const started = now();
-    lastBuild.set(key, { at: started, ms: 0 });
-    const running = options
-      .load(partition)
-      .then((built) => {
+  /** Builds the waiting partitions one after the other. */
+  async function drain() {
+    for (const [key, partition] of waiting) {
+      waiting.delete(key);
+      building = key;
+      const started = now();
+      try {
+        const built = await options.load(partition);
         if (built) store(key, built);
-      })
-      .catch((error: unknown) => options.onError?.(error))
-      .finally(() => {
-        builds.delete(key);
+      } catch (error) {
+        options.onError?.(error);
+      } finally {
+        building = undefined;
         lastBuild.set(key, { at: started, ms: now() - started });
-      });
-    builds.set(key, running);
+      }
+    }
+    // Spacing records of partitions that may be rebuilt again are no longer needed.
+    if (lastBuild.size > 10_000) {
+      for (const key of lastBuild.keys()) if (!rebuiltRecently(key)) lastBuild.delete(key);
+    }
   }
 
   return {
     /**
      * The partition's index if one of its current version is held; otherwise undefined, and
-     * a build starts when the partition is large enough, fits the budget and was not rebuilt
-     * too recently.
+     * the partition waits for a build when it is large enough, fits the budget and was not
+     * rebuilt too recently.
      */
     lookup(partition: PartitionState): PostingsIndex | undefined {
       if (options.maxBytes <= 0 || partition.chunks < options.minChunks) return undefined;
@@ -113,27 +129,32 @@ export function createPostingsCache(options: PostingsCacheOptions) {
         served += 1;
         return entry.index;
       }
-      if (builds.has(key) || !fits(partition)) return undefined;
-      const last = lastBuild.get(key);
-      if (last && now() - last.at < Math.max(minInterval, last.ms * spacing)) {
-        return undefined;
-      }
-      build(key, partition);
+      if (building === key || waiting.has(key) || !fits(partition) || rebuiltRecently(key)) return undefined;
+      waiting.set(key, partition);
+      if (waiting.size === 1 && building === undefined) drained = drain();
       return undefined;
     },
 
     /** Drops a source's index (the source was removed). */
     forget(workspaceId: string, sourceId: string) {
-      evict(keyOf({ workspaceId, sourceId }));
+      const key = keyOf({ workspaceId, sourceId });
+      evict(key);
+      waiting.delete(key);
+      lastBuild.delete(key);
     },
 
-    /** Resolves when no build is running (tests, benchmarks). */
+    /** Resolves when no build is running or waiting (tests, benchmarks). */
     async settled(): Promise<void> {
-      while (builds.size > 0) await Promise.all(builds.values());
+      while (building !== undefined || waiting.size > 0) await drained;
     },
 
     /** What the cache holds, and how many partition searches it has answered. */
-    usage: () => ({ partitions: entries.size, bytes, building: builds.size, served }),
+    usage: () => ({
+      partitions: entries.size,
+      bytes,
+      building: waiting.size + (building === undefined ? 0 : 1),
+      served,
+    }),
   };
 }
 
