@@ -1,8 +1,10 @@
 import { and, count, eq, getTableColumns, sql } from 'drizzle-orm';
 import { bigserial, pgTable, text } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onPostgres } from '../../tests/helpers/test-app.ts';
 import { createTestDb, type TestDb } from '../../tests/helpers/test-db.ts';
-import { type CursorRequest, pageByCursor, paginate, totalCount } from './queries.ts';
+import { type CursorRequest, executePrepared, pageByCursor, paginate, totalCount } from './queries.ts';
+import { inTransaction } from './transaction.ts';
 
 /** A stand-in for the append-only streams to come (run events, messages, activity). */
 const events = pgTable('list_helper_test_events', {
@@ -106,4 +108,37 @@ describe('paginate', () => {
   it('counts separately for a page past the end', async () => {
     expect(await page(5, 50)).toEqual({ items: [], total: 7, limit: 5, offset: 50 });
   });
+});
+
+describe('executePrepared', () => {
+  const rowsOf = (result: unknown) => (result as { rows: Array<Record<string, unknown>> }).rows;
+  const countOf = (stream: string) =>
+    sql`select count(*)::int as n, ${stream}::text as stream from list_helper_test_events where stream = ${stream}`;
+
+  it('answers as execute does, values bound as parameters', async () => {
+    const db = t.database.db;
+    for (const stream of ['a', 'b', 'none']) {
+      expect(rowsOf(await executePrepared(db, countOf(stream)))).toEqual(
+        rowsOf(await db.execute(countOf(stream))),
+      );
+    }
+    expect(rowsOf(await executePrepared(db, countOf('a')))).toEqual([{ n: 7, stream: 'a' }]);
+  });
+
+  it.runIf(onPostgres)(
+    'names one server-side statement per text on a connection, and reuses it',
+    async () => {
+      const names = await inTransaction(t.database.db, async (tx) => {
+        // A transaction holds one connection: its prepared statements are listed for it.
+        for (const stream of ['a', 'b', 'a']) await executePrepared(tx, countOf(stream));
+        await executePrepared(tx, sql`select 1 as other_text_of_more_than_a_few_characters`);
+        return rowsOf(
+          await tx.execute(sql`select name, statement from pg_prepared_statements where name like 'p\_%'`),
+        );
+      });
+      const counted = names.filter((row) => String(row.statement).includes('list_helper_test_events'));
+      expect(counted).toHaveLength(1);
+      expect(names.length).toBe(2);
+    },
+  );
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   type AnyColumn,
   asc,
@@ -12,7 +13,7 @@ import {
   SQL,
   sql,
 } from 'drizzle-orm';
-import { PgArray, type PgTable, PgTimestamp } from 'drizzle-orm/pg-core';
+import { PgArray, PgDialect, type PgTable, PgTimestamp } from 'drizzle-orm/pg-core';
 import type { Db } from './transaction.ts';
 
 /**
@@ -35,6 +36,32 @@ export function decodeRow<Table extends PgTable>(
 /** A jsonb value in a statement: given in JS (sent as a parameter), or an SQL expression. */
 export const jsonValue = (value: Record<string, unknown> | SQL): SQL =>
   is(value, SQL) ? sql`(${value})::jsonb` : sql`${JSON.stringify(value)}::jsonb`;
+
+const dialect = new PgDialect();
+const preparedNames = new Set<string>();
+
+/**
+ * Distinct statement texts a process prepares. Past it, statements run unnamed: a caller that
+ * inlined values into its text would otherwise grow every connection's cache without bound.
+ */
+const MAX_PREPARED_TEXTS = 256;
+
+/**
+ * Executes `query` as a named prepared statement: on PostgreSQL parsed once per connection
+ * and, after five executions, planned once (the generic plan); PGlite runs it as any other.
+ * For the run engine's hot path, chains of data-modifying CTEs keyed by primary keys, whose
+ * plans do not depend on the values, planning was most of a statement's cost
+ * (bench/RESULTS.md, "Seventh round"). The name is a digest of the text, so equal texts share
+ * one statement and different texts never collide.
+ */
+export function executePrepared(db: Db, query: SQL): Promise<unknown> {
+  const compiled = dialect.sqlToQuery(query);
+  const name = `p_${createHash('sha1').update(compiled.sql).digest('base64url')}`;
+  if (!preparedNames.has(name) && preparedNames.size < MAX_PREPARED_TEXTS) preparedNames.add(name);
+  return db._.session
+    .prepareQuery(compiled, undefined, preparedNames.has(name) ? name : undefined, false)
+    .execute();
+}
 
 /** The ILIKE pattern for a substring match of `q`, with LIKE wildcards escaped. */
 export const likePattern = (q: string): string => `%${q.replace(/[\\%_]/g, '\\$&')}%`;

@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
-import { jsonValue } from '../../db/queries.ts';
+import { executePrepared, jsonValue } from '../../db/queries.ts';
 import type { ActivityKind } from '../../db/schema/activity.ts';
 import { runEvents } from '../../db/schema/runs.ts';
 import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
@@ -151,12 +151,15 @@ export function createRunWriter({ db, hub, activity }: RunLogDependencies) {
         returning id)`);
     }
     if (entries.length > 0) ctes.push(sql`run_activity as (${activity.insertForSource('run', entries)})`);
-    const result = await db.execute(sql`with ${sql.join(ctes, sql`, `)}
+    const result = await executePrepared(
+      db,
+      sql`with ${sql.join(ctes, sql`, `)}
       select ${statement.select ?? sql`run.*`},
         run.workspace_id as log_workspace_id,
         ${events.length > 0 ? sql`(select max(id) from run_log)` : sql`null::bigint`} as last_event_id,
         ${entries.length > 0 ? sql`(select max(id) from run_activity)` : sql`null::bigint`} as last_activity_id
-      from run`);
+      from run`,
+    );
     const row = (result as unknown as { rows: Record<string, unknown>[] }).rows[0];
     if (!row) return undefined;
     if (row.last_event_id !== null) hub.publish(`run:${runId}`, Number(row.last_event_id));
