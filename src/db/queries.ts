@@ -57,10 +57,9 @@ const MAX_PREPARED_TEXTS = 256;
 export function executePrepared(db: Db, query: SQL): Promise<unknown> {
   const compiled = dialect.sqlToQuery(query);
   const name = `p_${createHash('sha1').update(compiled.sql).digest('base64url')}`;
-  if (!preparedNames.has(name) && preparedNames.size < MAX_PREPARED_TEXTS) preparedNames.add(name);
-  return db._.session
-    .prepareQuery(compiled, undefined, preparedNames.has(name) ? name : undefined, false)
-    .execute();
+  const named = preparedNames.has(name) || preparedNames.size < MAX_PREPARED_TEXTS;
+  if (named) preparedNames.add(name);
+  return db._.session.prepareQuery(compiled, undefined, named ? name : undefined, false).execute();
 }
 
 /** The ILIKE pattern for a substring match of `q`, with LIKE wildcards escaped. */

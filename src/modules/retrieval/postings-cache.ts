@@ -34,8 +34,8 @@ const BYTES_PER_CHUNK = 29;
  * times d later, and not within a second: a partition written without pause costs at most
  * about a fifth of a core in rebuilds.
  */
-export const REBUILD_SPACING = 4;
-export const MIN_REBUILD_INTERVAL_MS = 1_000;
+const REBUILD_SPACING = 4;
+const MIN_REBUILD_INTERVAL_MS = 1_000;
 
 /** One entry per source: a newer generation's index replaces the older one's. */
 const keyOf = (partition: Pick<PartitionState, 'workspaceId' | 'sourceId'>) =>
@@ -157,5 +157,3 @@ export function createPostingsCache(options: PostingsCacheOptions) {
     }),
   };
 }
-
-export type PostingsCache = ReturnType<typeof createPostingsCache>;

@@ -114,8 +114,8 @@ export const ANALYZE_GROWTH = 0.2;
  * indexes may hold in one process, and the size from which a partition gets one (smaller ones
  * are searched in SQL, which is fast enough there).
  */
-export const DEFAULT_POSTINGS_MEMORY_BYTES = 256 * 1024 * 1024;
-export const DEFAULT_POSTINGS_MIN_CHUNKS = 2_000;
+const DEFAULT_POSTINGS_MEMORY_BYTES = 256 * 1024 * 1024;
+const DEFAULT_POSTINGS_MIN_CHUNKS = 2_000;
 
 /** Chunks read per statement while building a partition's postings. */
 const POSTINGS_PAGE = 1_000;
