@@ -152,6 +152,83 @@ describe('execution modes', () => {
   });
 });
 
+describe("a step's start", () => {
+  /** The run's log as stored: type, the step it names, and the commit (transaction) time. */
+  async function storedEvents(runId: string) {
+    return t.rows<{ type: string; step_id: string | null; at_ms: number }>(
+      sql`select type, data->>'step_id' as step_id,
+            (extract(epoch from created_at) * 1000)::float8 as at_ms from run_events
+          where run_id = ${runId} order by id`,
+    );
+  }
+
+  it('a quick step is written once: started and completed in one commit, events and feed in order', async () => {
+    const { runId, agents } = await startRun(1);
+    const run = await waitFor(runId, finished);
+    expect(run.status).toBe('Completed');
+    const [step] = run.steps;
+    expect(Date.parse(step.started_at)).toBeLessThanOrEqual(Date.parse(step.finished_at));
+    const events = await storedEvents(runId);
+    expect(events.map((e) => e.type)).toEqual([
+      'run.queued',
+      'run.started',
+      'step.started',
+      'step.completed',
+      'run.completed',
+    ]);
+    const started = events.find((e) => e.type === 'step.started');
+    const completed = events.find((e) => e.type === 'step.completed');
+    expect(started?.step_id).toBe(step.id);
+    expect(completed?.step_id).toBe(step.id);
+    expect(started?.at_ms).toBe(completed?.at_ms);
+    const feed = (await t.call(alice, 'GET', '/api/activity?limit=20')).json().items;
+    const kinds = feed
+      .filter((e: Run) => e.subject_id === agents[0]?.id)
+      .map((e: Run) => e.kind)
+      .reverse();
+    expect(kinds).toEqual(['agent.created', 'agent.started', 'agent.completed']);
+  });
+
+  it('a slow step shows Running, its agent Busy, before its model answers', async () => {
+    llm.reply({ type: 'text', text: 'slow', firstByteDelayMs: 1000 });
+    const { runId, agents } = await startRun(1);
+    const running = await waitFor(runId, (r) => r.steps.some((s: Run) => s.status === 'Running'), 900);
+    expect(running.steps[0]).toMatchObject({ status: 'Running', agent_name: 'A0' });
+    const agent = (await t.call(alice, 'GET', `/api/agents/${agents[0]?.id}`)).json();
+    expect(agent.status).toBe('Busy');
+    expect((await storedEvents(runId)).map((e) => e.type)).toEqual([
+      'run.queued',
+      'run.started',
+      'step.started',
+    ]);
+    const run = await waitFor(runId, finished);
+    expect(run.steps).toHaveLength(1);
+    expect(run.steps[0]).toMatchObject({ status: 'Completed', output: 'slow', id: running.steps[0].id });
+    const events = await storedEvents(runId);
+    const started = events.find((e) => e.type === 'step.started');
+    const completed = events.find((e) => e.type === 'step.completed');
+    expect(Number(completed?.at_ms) - Number(started?.at_ms)).toBeGreaterThanOrEqual(500);
+  });
+
+  it('a quick failure records the step with its start: started and failed in one commit', async () => {
+    llm.reply({ type: 'error', status: 400, message: 'bad request' });
+    const { runId } = await startRun(1, { error_handling: 'stop' });
+    const run = await waitFor(runId, finished);
+    expect(run.steps).toHaveLength(1);
+    expect(run.steps[0]).toMatchObject({ status: 'Failed', agent_name: 'A0' });
+    const events = await storedEvents(runId);
+    expect(events.map((e) => e.type)).toEqual([
+      'run.queued',
+      'run.started',
+      'step.started',
+      'step.failed',
+      'run.failed',
+    ]);
+    expect(events[2]?.step_id).toBe(run.steps[0].id);
+    expect(events[2]?.at_ms).toBe(events[3]?.at_ms);
+  });
+});
+
 describe('timeout and control', () => {
   it('a run past its timeout fails with reason timeout and the provider call is aborted', async () => {
     llm.reply({ type: 'text', text: 'too late', firstByteDelayMs: 10_000 });

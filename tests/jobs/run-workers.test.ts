@@ -118,6 +118,14 @@ describe.runIf(onPostgres && redisUrl)('runs on worker processes', () => {
     const started = await t.call(alice, 'POST', `/api/workflows/${workflow.id}/run`, {});
     const runId = started.json().id;
     await llm.waitForModelRequests(2);
+    // Killed once the second step's start is recorded (a step's start is written when its
+    // model has not answered within the engine's step start delay).
+    await until(async () => {
+      const steps = (await t.call(alice, 'GET', `/api/runs/${runId}`)).json().steps ?? [];
+      return steps.some(
+        (s: { position: number; status: string }) => s.position === 1 && s.status === 'Running',
+      );
+    }, 'the second step to be recorded Running');
     first.child.kill('SIGKILL');
     await first.exited;
     await startWorker();

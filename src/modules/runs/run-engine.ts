@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type SQL, sql } from 'drizzle-orm';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
@@ -28,6 +28,12 @@ export interface RunEngineDependencies {
   owner: string;
   /** How long a claim lasts without renewal; renewed every third of it (default 15 s). */
   leaseMs?: number;
+  /**
+   * A step's start (its row Running, `step.started`, the agent Busy) is written once the model
+   * has not answered within this; a quicker step is written once, started and ended in one
+   * statement (100 ms).
+   */
+  stepStartDelayMs?: number;
   /** Claims after which a run that keeps losing its worker fails with reason interrupted (3). */
   maxClaims?: number;
   /** Waits between retries; the abort signal cuts it short. */
@@ -96,6 +102,7 @@ interface StepResult {
 export function createRunEngine(deps: RunEngineDependencies) {
   const leaseMs = deps.leaseMs ?? 15_000;
   const maxClaims = deps.maxClaims ?? 3;
+  const startDelayMs = deps.stepStartDelayMs ?? 100;
   const wait = deps.wait ?? ((ms, signal) => sleep(ms, undefined, { signal }));
   const repo = createRunsRepository(deps.db);
   /** This process's executions by owner name: what a control request may concern. */
@@ -366,59 +373,65 @@ export function createRunEngine(deps: RunEngineDependencies) {
         ? `${triggers.map((trigger) => trigger.text).join('\n\n')}\n\n${step.prompt}`
         : step.prompt;
     const owner = run.lease_owner as string;
-    // The step's id is the database's: events written with the step refer to it by SQL.
-    const stepId = sql`(select id from step)`;
-    const started = await deps.write(run.id, {
-      ctes: [
-        ['run', repo.ownedQuery(run.id, owner)],
-        [
-          'step',
-          repo.insertStepQuery({
-            position: step.position,
-            attempt: step.attempt,
-            kind,
-            agent_id: agent?.id ?? null,
-            agent_name: kind === 'merge' ? null : label,
-            status: 'Running',
-            prompt,
-            playbook_triggers: triggers,
-          }),
-        ],
-        ...agentStatus(agent, 'Busy'),
-      ],
-      events: [
-        ...triggers.map((trigger) => ({ type: 'playbook.triggered', data: withStep(stepId, trigger) })),
-        {
-          type: 'step.started',
-          data: withStep(stepId, {
-            position: step.position,
-            attempt: step.attempt,
-            kind,
-            agent: agent ? { id: agent.id, name: agent.name } : null,
-          }),
+    // The step's id is chosen here, so its events name it whichever statement writes its row.
+    const stepId = randomUUID();
+    const row = {
+      id: stepId,
+      position: step.position,
+      attempt: step.attempt,
+      kind,
+      agent_id: agent?.id ?? null,
+      agent_name: kind === 'merge' ? null : label,
+      prompt,
+      playbook_triggers: triggers,
+      started_at: new Date(),
+    };
+    // What the step's start records, alone or with its end.
+    const startEvents: RunStatementEvent[] = [
+      ...triggers.map((trigger) => ({ type: 'playbook.triggered', data: { step_id: stepId, ...trigger } })),
+      {
+        type: 'step.started',
+        data: {
+          step_id: stepId,
+          position: step.position,
+          attempt: step.attempt,
+          kind,
+          agent: agent ? { id: agent.id, name: agent.name } : null,
         },
-      ],
-      activity: agent
-        ? [
-            {
-              kind: 'agent.started',
-              subjectType: 'agent',
-              subjectId: agent.id,
-              message: `Agent “${agent.name}” started a task of “${run.workflow_name}”`,
-              data: { run_id: run.id },
-            },
-          ]
-        : [],
-      select: sql`(select id from step) as step_id`,
+      },
+    ];
+    const startActivity: ActivityStatementEntry[] = agent
+      ? [
+          {
+            kind: 'agent.started',
+            subjectType: 'agent',
+            subjectId: agent.id,
+            message: `Agent “${agent.name}” started a task of “${run.workflow_name}”`,
+            data: { run_id: run.id },
+          },
+        ]
+      : [];
+    const countTriggers = async () => {
+      if (triggers.length > 0 && step.attempt === 1) {
+        await deps.playbooks?.countTriggers(
+          deps.db,
+          triggers.map((trigger) => trigger.attachment_id),
+        );
+      }
+    };
+    const start = deferStart(startDelayMs, async () => {
+      const started = await deps.write(run.id, {
+        ctes: [
+          ['run', repo.ownedQuery(run.id, owner)],
+          ['step', repo.insertStepQuery({ ...row, status: 'Running' })],
+          ...agentStatus(agent, 'Busy'),
+        ],
+        events: startEvents,
+        activity: startActivity,
+      });
+      if (!started) throw new RunInterrupted('lease_lost');
+      await countTriggers();
     });
-    if (!started) throw new RunInterrupted('lease_lost');
-    const startedId = String(started.step_id);
-    if (triggers.length > 0 && step.attempt === 1) {
-      await deps.playbooks?.countTriggers(
-        deps.db,
-        triggers.map((trigger) => trigger.attachment_id),
-      );
-    }
 
     const began = performance.now();
     const toolCalls: ToolCallRecord[] = [];
@@ -462,8 +475,23 @@ export function createRunEngine(deps: RunEngineDependencies) {
       }
       if (!finish) throw new Error('the model stream ended without an answer');
       const answer = finish;
+      // Unwritten yet (a quick step), the start is written with the end, in its statement.
+      const startWritten = await start.settle();
       // The last step's success ends the run in the same statement.
       const end: RunEnd | undefined = step.last ? { status: 'Completed', output: answer.text } : undefined;
+      const completed = {
+        status: 'Completed' as const,
+        output: answer.text,
+        tool_calls: toolCalls,
+        provider: answer.provider,
+        model: answer.model,
+        tokens_in: answer.usage.input_tokens,
+        tokens_out: answer.usage.output_tokens,
+        cost: answer.cost,
+        price: answer.price,
+        latency_ms: Math.round(performance.now() - began),
+        finished_at: new Date(),
+      };
       const progressed = await deps.write(run.id, {
         ctes: [
           [
@@ -484,29 +512,20 @@ export function createRunEngine(deps: RunEngineDependencies) {
           ],
           [
             'step',
-            repo.endStepQuery(startedId, {
-              status: 'Completed',
-              output: answer.text,
-              tool_calls: toolCalls,
-              provider: answer.provider,
-              model: answer.model,
-              tokens_in: answer.usage.input_tokens,
-              tokens_out: answer.usage.output_tokens,
-              cost: answer.cost,
-              price: answer.price,
-              latency_ms: Math.round(performance.now() - began),
-              finished_at: new Date(),
-            }),
+            startWritten
+              ? repo.endStepQuery(stepId, completed)
+              : repo.insertStepQuery({ ...row, ...completed }),
           ],
           ...agentStatus(agent, 'Idle'),
           ...(end ? [['workflow', deps.workflows.statusFromRun(end.status)] as [string, SQL]] : []),
         ],
         events: [
-          ...toolCalls.map((call) => ({ type: 'tool_call', data: { step_id: startedId, ...call } })),
+          ...(startWritten ? [] : startEvents),
+          ...toolCalls.map((call) => ({ type: 'tool_call', data: { step_id: stepId, ...call } })),
           {
             type: 'step.completed',
             data: {
-              step_id: startedId,
+              step_id: stepId,
               position: step.position,
               attempt: step.attempt,
               provider: answer.provider,
@@ -519,6 +538,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
           ...(end ? [endEvent(end)] : []),
         ],
         activity: [
+          ...(startWritten ? [] : startActivity),
           ...(agent
             ? [
                 {
@@ -534,14 +554,27 @@ export function createRunEngine(deps: RunEngineDependencies) {
         ],
       });
       if (!progressed) throw new RunInterrupted('lease_lost');
+      if (!startWritten) await countTriggers();
       return { output: answer.text, toolCalls };
     } catch (error) {
+      // A start that failed to be written (the lease lost, the database away) recorded nothing
+      // of this attempt: its failure is the one to report, and there is no step to fail.
+      const startWritten = await start.settle();
       const interrupted = signal.aborted
         ? (signal.reason as RunInterrupted)
         : error instanceof RunInterrupted
           ? error
           : undefined;
+      // Never started in the database and no longer this worker's: the new owner runs the step.
+      if (!startWritten && interrupted?.reason === 'lease_lost') throw interrupted;
       const message = interrupted ? `interrupted: ${interrupted.reason}` : describe(error);
+      const failed = {
+        status: 'Failed' as const,
+        error: message,
+        tool_calls: toolCalls,
+        latency_ms: Math.round(performance.now() - began),
+        finished_at: new Date(),
+      };
       // Recorded whoever owns the run now: this attempt failed either way.
       await deps
         .write(run.id, {
@@ -549,36 +582,34 @@ export function createRunEngine(deps: RunEngineDependencies) {
             ['run', repo.lockedQuery(run.id)],
             [
               'step',
-              repo.endStepQuery(startedId, {
-                status: 'Failed',
-                error: message,
-                tool_calls: toolCalls,
-                latency_ms: Math.round(performance.now() - began),
-                finished_at: new Date(),
-              }),
+              startWritten ? repo.endStepQuery(stepId, failed) : repo.insertStepQuery({ ...row, ...failed }),
             ],
             ...agentStatus(agent, interrupted ? 'Idle' : 'Error'),
           ],
           events: [
+            ...(startWritten ? [] : startEvents),
             {
               type: 'step.failed',
-              data: { step_id: startedId, position: step.position, attempt: step.attempt, error: message },
+              data: { step_id: stepId, position: step.position, attempt: step.attempt, error: message },
             },
           ],
-          activity:
-            agent && !interrupted
+          activity: [
+            ...(startWritten ? [] : startActivity),
+            ...(agent && !interrupted
               ? [
                   {
-                    kind: 'agent.failed',
+                    kind: 'agent.failed' as const,
                     subjectType: 'agent',
                     subjectId: agent.id,
                     message: `Agent “${agent.name}” failed a task of “${run.workflow_name}”: ${message}`,
                     data: { run_id: run.id },
                   },
                 ]
-              : [],
+              : []),
+          ],
         })
         .catch(() => {}); // recording the failure must not hide it
+      if (!startWritten) await countTriggers().catch(() => {});
       throw interrupted ?? error;
     }
   }
@@ -716,9 +747,26 @@ function endActivity(run: RunRow, end: RunEnd): ActivityStatementEntry {
   };
 }
 
-/** An event's data with the id of the step the same statement inserts (`step`). */
-const withStep = (stepId: SQL, data: object): SQL =>
-  sql`jsonb_build_object('step_id', ${stepId}) || ${JSON.stringify(data)}::jsonb`;
+/**
+ * A step's start, written by `write` once `delayMs` have passed unless `settle` comes first.
+ * `settle` stops the clock and says whether the start was written (waiting for a write under
+ * way); it rejects as that write did, so a start that failed is never mistaken for written.
+ */
+function deferStart(delayMs: number, write: () => Promise<void>) {
+  let written: Promise<void> | undefined;
+  const timer = setTimeout(() => {
+    written = write();
+    written.catch(() => {}); // reported by settle
+  }, delayMs);
+  return {
+    async settle(): Promise<boolean> {
+      clearTimeout(timer);
+      if (!written) return false;
+      await written;
+      return true;
+    },
+  };
+}
 
 const MERGE_SYSTEM =
   'You merge the answers of several agents who worked on the same goal in parallel into one answer. Keep what they agree on, resolve conflicts explicitly, and do not invent anything none of them said.';

@@ -288,14 +288,26 @@ export function createRunsRepository(db: Db) {
         .returning()
         .getSQL(),
 
-    /** Inserts a step of the run of the statement's `run` CTE (nothing when it has no row). */
-    insertStepQuery(step: Omit<NewRunStep, 'run_id' | 'workspace_id'>): SQL {
-      return sql`insert into ${runSteps} (run_id, workspace_id, position, attempt, kind, agent_id,
-          agent_name, status, prompt, playbook_triggers)
-        select run.id, run.workspace_id, ${step.position}::int, ${step.attempt ?? 1}::int,
+    /**
+     * Inserts a step of the run of the statement's `run` CTE (nothing when it has no row): a
+     * Running step, or one that has already ended when its start was not written apart.
+     */
+    insertStepQuery(
+      step: Omit<NewRunStep, 'run_id' | 'workspace_id'> & { id: string; started_at: Date },
+    ): SQL {
+      return sql`insert into ${runSteps} (id, run_id, workspace_id, position, attempt, kind, agent_id,
+          agent_name, status, prompt, playbook_triggers, output, tool_calls, provider, model,
+          tokens_in, tokens_out, cost, price, latency_ms, error, started_at, finished_at)
+        select ${step.id}::uuid, run.id, run.workspace_id, ${step.position}::int, ${step.attempt ?? 1}::int,
           ${step.kind}::varchar, ${step.agent_id ?? null}::uuid, ${step.agent_name ?? null}::varchar,
           ${step.status}::varchar, ${step.prompt ?? null}::text,
-          ${JSON.stringify(step.playbook_triggers ?? [])}::jsonb
+          ${JSON.stringify(step.playbook_triggers ?? [])}::jsonb, ${step.output ?? null}::text,
+          ${JSON.stringify(step.tool_calls ?? [])}::jsonb, ${step.provider ?? null}::varchar,
+          ${step.model ?? null}::varchar, ${step.tokens_in ?? 0}::int, ${step.tokens_out ?? 0}::int,
+          ${step.cost ?? 0}::float8, ${step.price ? JSON.stringify(step.price) : null}::jsonb,
+          ${step.latency_ms ?? null}::int, ${step.error ?? null}::text,
+          ${step.started_at.toISOString()}::timestamptz,
+          ${step.finished_at?.toISOString() ?? null}::timestamptz
         from run
         returning id`;
     },
