@@ -14,6 +14,8 @@
  * (default 30) are measured; the figures come from the database (bench/runs-server.ts):
  * runs whose finished_at falls in the window per second, and for the runs created in it
  * `started_at - created_at` (enqueue to start) and `finished_at - created_at` (end to end).
+ * The CPU time each part of the system used in the window (from /proc, Linux only), per run
+ * finished, says where a run's cost goes: a steadier figure than runs/s on a noisy machine.
  *
  * Chat (setups a and b, whose API process serves chat): the platform's added time to first
  * byte, that is the client's time from sending `POST /api/chat` to its first `delta` SSE event,
@@ -29,7 +31,7 @@
  * BENCH_CHAT_STREAMS (default 200) tune it; BENCH_NODE_FLAGS adds Node flags to the spawned
  * processes (`--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -68,6 +70,54 @@ interface ApiServer {
   token: string;
   workspace_id: string;
   child: ChildProcess;
+}
+
+/** The processes a setup's CPU time is read from: the API and the workers it spawned. */
+interface BenchProcesses {
+  api: ChildProcess;
+  workers: ChildProcess[];
+}
+
+const CPU_ROLES = ['API', 'workers', 'PostgreSQL', 'Redis', 'bench'] as const;
+type CpuRole = (typeof CPU_ROLES)[number];
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/**
+ * CPU seconds used so far, by role: the setup's own children, every `postgres` and
+ * `redis-server` process on the machine, and this process (the posters and the loopback
+ * model). Undefined where /proc does not exist.
+ */
+function cpuSeconds(processes: BenchProcesses): Map<CpuRole, number> | undefined {
+  if (!fs.existsSync('/proc/self/stat')) return undefined;
+  const roleOf = new Map<number, CpuRole>([[process.pid, 'bench']]);
+  if (processes.api.pid) roleOf.set(processes.api.pid, 'API');
+  for (const worker of processes.workers) if (worker.pid) roleOf.set(worker.pid, 'workers');
+  const seconds = new Map<CpuRole, number>(CPU_ROLES.map((role) => [role, 0]));
+  for (const entry of fs.readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const command = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const role =
+      roleOf.get(pid) ??
+      (command === 'postgres' ? 'PostgreSQL' : command === 'redis-server' ? 'Redis' : undefined);
+    if (!role) continue;
+    // After the command: state is field 3; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    seconds.set(role, (seconds.get(role) ?? 0) + (Number(fields[11]) + Number(fields[12])) / clockTicks);
+  }
+  return seconds;
 }
 
 /** Waits for a child to exit, sending SIGTERM first unless it already has. */
@@ -231,16 +281,29 @@ interface RunFigures {
   idleStart?: { p50: number | null; p99: number | null };
   /** PostgreSQL only: what the database did per run, from its statistics views. */
   perRun?: { commits: number; rows: string };
+  /** CPU milliseconds per run finished in the window, by role (Linux only). */
+  cpuPerRun?: Map<CpuRole, number>;
 }
 
 /**
  * Keeps the workspace's unfinished runs near `cap` with POSTERS concurrent posters for the
  * warm-up plus SECONDS, lets the runs drain, then reads the window's figures.
  */
-async function loadRuns(server: ApiServer, workflowId: string, consumers: number): Promise<RunFigures> {
+async function loadRuns(
+  server: ApiServer,
+  workflowId: string,
+  processes: BenchProcesses,
+): Promise<RunFigures> {
+  const consumers = Math.max(1, processes.workers.length);
   const cap = Math.ceil(consumers * CONCURRENCY * 1.5);
   const windowStart = Date.now() + WARMUP_SECONDS * 1000;
   const windowEnd = windowStart + SECONDS * 1000;
+  let cpuAtStart: Map<CpuRole, number> | undefined;
+  let cpuAtEnd: Map<CpuRole, number> | undefined;
+  const cpuTimers = [
+    setTimeout(() => (cpuAtStart = cpuSeconds(processes)), windowStart - Date.now()),
+    setTimeout(() => (cpuAtEnd = cpuSeconds(processes)), windowEnd - Date.now()),
+  ];
   let inFlight = 0;
   let posted = 0;
   let postErrors = 0;
@@ -284,6 +347,7 @@ async function loadRuns(server: ApiServer, workflowId: string, consumers: number
   }
   polling = false;
   await poller;
+  for (const timer of cpuTimers) clearTimeout(timer);
   const query = new URLSearchParams({
     from: new Date(windowStart).toISOString(),
     to: new Date(windowEnd).toISOString(),
@@ -312,6 +376,16 @@ async function loadRuns(server: ApiServer, workflowId: string, consumers: number
     notFinished: window.unfinished,
     inFlightCap: cap,
     polls,
+    ...(cpuAtStart && cpuAtEnd && window.finished > 0
+      ? {
+          cpuPerRun: new Map(
+            CPU_ROLES.map((role) => [
+              role,
+              ((cpuAtEnd?.get(role) ?? 0) - (cpuAtStart?.get(role) ?? 0)) * (1000 / window.finished),
+            ]),
+          ),
+        }
+      : {}),
   };
 }
 
@@ -584,7 +658,7 @@ async function benchEmbedded(llm: LlmServer): Promise<Column> {
     llm.reset();
     llm.fallbackReply = { type: 'text', text: 'done' };
     const idleStart = await idleStartLatency(server, workflowId);
-    const runs = { ...(await loadRuns(server, workflowId, 1)), idleStart };
+    const runs = { ...(await loadRuns(server, workflowId, { api: server.child, workers: [] })), idleStart };
     const chat = await benchChat(server, llm);
     return { name: '(a) embedded: PGlite, in-process queue, 1 process', runs, chat };
   } finally {
@@ -604,13 +678,18 @@ async function benchRedis(llm: LlmServer, workers: number, withChat: boolean): P
   try {
     const server = await startApiServer({ ...env, RUN_MODE: 'api' });
     started.push(server.child);
-    for (let i = 0; i < workers; i++) started.push(await startWorker(env));
+    const workerChildren: ChildProcess[] = [];
+    for (let i = 0; i < workers; i++) workerChildren.push(await startWorker(env));
+    started.push(...workerChildren);
     const workflowId = await seed(server, llm);
     llm.reset();
     llm.fallbackReply = { type: 'text', text: 'done' };
     const idleStart = await idleStartLatency(server, workflowId);
     const before = await readDatabaseCounters(database.env);
-    const runs: RunFigures = { ...(await loadRuns(server, workflowId, workers)), idleStart };
+    const runs: RunFigures = {
+      ...(await loadRuns(server, workflowId, { api: server.child, workers: workerChildren })),
+      idleStart,
+    };
     runs.perRun = databaseWorkPerRun(before, await readDatabaseCounters(database.env), runs.polls);
     const chat = withChat ? await benchChat(server, llm) : undefined;
     return { name, runs, chat };
@@ -680,6 +759,16 @@ const rows: Row[] = [
   [
     'PostgreSQL per run: commits; rows inserted (+) / updated (~) by table',
     (c) => (c.runs?.perRun ? `${c.runs.perRun.commits.toFixed(1)}; ${c.runs.perRun.rows}` : '–'),
+    '',
+  ],
+  [
+    `CPU per run finished: ${CPU_ROLES.join(' / ')} (posters and loopback model) = sum`,
+    (c) => {
+      const cpu = c.runs?.cpuPerRun;
+      if (!cpu) return '–';
+      const sum = [...cpu.values()].reduce((a, b) => a + b, 0);
+      return `${CPU_ROLES.map((role) => (cpu.get(role) ?? 0).toFixed(1)).join(' / ')} = ${sum.toFixed(1)} ms`;
+    },
     '',
   ],
   ['unfinished runs kept near (Queued + Running)', (c) => (c.runs ? String(c.runs.inFlightCap) : '–'), ''],
