@@ -373,44 +373,8 @@ export function createRunEngine(deps: RunEngineDependencies) {
         ? `${triggers.map((trigger) => trigger.text).join('\n\n')}\n\n${step.prompt}`
         : step.prompt;
     const owner = run.lease_owner as string;
-    // The step's id is chosen here, so its events name it whichever statement writes its row.
-    const stepId = randomUUID();
-    const row = {
-      id: stepId,
-      position: step.position,
-      attempt: step.attempt,
-      kind,
-      agent_id: agent?.id ?? null,
-      agent_name: kind === 'merge' ? null : label,
-      prompt,
-      playbook_triggers: triggers,
-      started_at: new Date(),
-    };
-    // What the step's start records, alone or with its end.
-    const startEvents: RunStatementEvent[] = [
-      ...triggers.map((trigger) => ({ type: 'playbook.triggered', data: { step_id: stepId, ...trigger } })),
-      {
-        type: 'step.started',
-        data: {
-          step_id: stepId,
-          position: step.position,
-          attempt: step.attempt,
-          kind,
-          agent: agent ? { id: agent.id, name: agent.name } : null,
-        },
-      },
-    ];
-    const startActivity: ActivityStatementEntry[] = agent
-      ? [
-          {
-            kind: 'agent.started',
-            subjectType: 'agent',
-            subjectId: agent.id,
-            message: `Agent “${agent.name}” started a task of “${run.workflow_name}”`,
-            data: { run_id: run.id },
-          },
-        ]
-      : [];
+    const { row, events: startEvents, activity: startActivity } = stepStart(run, step, kind, label, prompt);
+    const stepId = row.id;
     const countTriggers = async () => {
       if (triggers.length > 0 && step.attempt === 1) {
         await deps.playbooks?.countTriggers(
@@ -745,6 +709,59 @@ function endActivity(run: RunRow, end: RunEnd): ActivityStatementEntry {
     message: `Workflow “${run.workflow_name}” ${status.toLowerCase()}${end.error ? `: ${end.error}` : ''}`,
     data: sql`jsonb_build_object('workflow_id', run.workflow_id, 'duration_ms', run.duration_ms, 'cost', run.cost)`,
   };
+}
+
+/**
+ * What a step's start records, written alone or with its end: the step's row (its status
+ * aside), `playbook.triggered` and `step.started`, and the agent's `agent.started`. The step's
+ * id is chosen here, so its events name it whichever statement writes its row.
+ */
+function stepStart(
+  run: RunRow,
+  step: StepPlan & { attempt: number },
+  kind: 'agent' | 'merge',
+  label: string,
+  prompt: string,
+) {
+  const { agent } = step;
+  const triggers = step.triggers ?? [];
+  const id = randomUUID();
+  const row = {
+    id,
+    position: step.position,
+    attempt: step.attempt,
+    kind,
+    agent_id: agent?.id ?? null,
+    agent_name: kind === 'merge' ? null : label,
+    prompt,
+    playbook_triggers: triggers,
+    started_at: new Date(),
+  };
+  const events: RunStatementEvent[] = [
+    ...triggers.map((trigger) => ({ type: 'playbook.triggered', data: { step_id: id, ...trigger } })),
+    {
+      type: 'step.started',
+      data: {
+        step_id: id,
+        position: step.position,
+        attempt: step.attempt,
+        kind,
+        agent: agent ? { id: agent.id, name: agent.name } : null,
+      },
+    },
+  ];
+  const activity: ActivityStatementEntry[] = agent
+    ? [
+        {
+          kind: 'agent.started',
+          subjectType: 'agent',
+          subjectId: agent.id,
+          message: `Agent “${agent.name}” started a task of “${run.workflow_name}”`,
+          data: { run_id: run.id },
+        },
+      ]
+    : [];
+  return { row, events, activity };
 }
 
 /**
