@@ -341,10 +341,11 @@ describe('A/B tests: POST /api/policy/abtest/set and GET /api/policy/abtest/get'
     // Guardrails equal by construction: each arm cycles through the same durations in its own
     // order of arrival, so only the primary metric differs (the split depends on the salt).
     const seen = { a: 0, b: 0 };
-    const runs = conversations.map((unit, i) => {
+    const runs = conversations.map((unit) => {
       const variant = variants.get(unit) as 'a' | 'b';
       const k = seen[variant]++;
-      const success = variant === 'a' ? i % 2 === 0 : i % 10 !== 0; // 50 % against 90 %
+      // 50 % against 90 %, by each arm's own order of arrival: exact whatever the split.
+      const success = variant === 'a' ? k % 2 === 0 : k % 10 !== 0;
       return {
         unit,
         variant,
