@@ -120,6 +120,11 @@ export interface RunStatement {
   activity?: ActivityStatementEntry[];
   /** What the statement answers for the run's row (`run.*` when absent). */
   select?: SQL;
+  /**
+   * Whether readers of the run's log are woken once it commits (yes when absent). The statement
+   * that creates the run says no: nobody can be waiting for a run whose id no one has seen.
+   */
+  wakeReaders?: boolean;
 }
 
 /**
@@ -162,7 +167,9 @@ export function createRunWriter({ db, hub, activity }: RunLogDependencies) {
     );
     const row = (result as unknown as { rows: Record<string, unknown>[] }).rows[0];
     if (!row) return undefined;
-    if (row.last_event_id !== null) hub.publish(`run:${runId}`, Number(row.last_event_id));
+    if (row.last_event_id !== null && statement.wakeReaders !== false) {
+      hub.publish(`run:${runId}`, Number(row.last_event_id));
+    }
     if (row.last_activity_id !== null) {
       activity.announce(String(row.log_workspace_id), Number(row.last_activity_id));
     }

@@ -89,6 +89,7 @@ export function createRunsService(deps: RunsDependencies) {
             data: { workflow_id: values.workflow_id, inputs: Object.keys(values.inputs ?? {}) },
           },
         ],
+        wakeReaders: false,
       });
       return row && runFromRaw(row);
     } catch (error) {
