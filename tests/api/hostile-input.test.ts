@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH, MAX_RAW_PARAM_LENGTH } from '../../src/http/input-guard.ts';
 import type { Actor, Method } from '../helpers/api-client.ts';
 import { credentialTypeId } from '../helpers/factories.ts';
+import { settledDocument, upload } from '../helpers/knowledge.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 let t: TestApp;
@@ -223,6 +224,44 @@ describe('bodies and URLs that break parsers', () => {
     expect(badUrl.code).toBe('invalid_url');
     const long = expectProblem(await call('GET', `/api/agents/${'a'.repeat(MAX_RAW_PARAM_LENGTH + 1)}`), 414);
     expect(long.code).toBe('uri_too_long');
+  });
+});
+
+describe('names that every JavaScript object has (`__proto__`, `constructor`, `toString`)', () => {
+  const objectNames = ['__proto__', 'constructor', 'toString', 'hasOwnProperty'];
+
+  it('as an embedding provider: a 400 naming the field on create and update', async () => {
+    for (const provider of objectNames) {
+      const embedding = { provider, model: 'm' };
+      expectProblem(
+        await call('POST', '/api/sources', { name: `Source ${provider}`, kind: 'upload', embedding }),
+        400,
+        'body.embedding.provider',
+      );
+    }
+    const created = await call('POST', '/api/sources', { name: 'Prototype names', kind: 'upload' });
+    expect(created.statusCode, created.body).toBe(201);
+    for (const provider of objectNames) {
+      expectProblem(
+        await call('PUT', `/api/sources/${created.json().id}`, { embedding: { provider, model: 'm' } }),
+        400,
+        'body.embedding.provider',
+      );
+    }
+  });
+
+  it('as a file name, an extension or a media type: an ordinary text document', async () => {
+    const names = ['toString', 'constructor', 'notes.constructor', 'x.__proto__', 'y.hasOwnProperty'];
+    for (const [n, name] of names.entries()) {
+      const response = await upload(t, alice, {
+        name,
+        content: `plain words ${n}`,
+        ...(n % 2 === 0 ? { type: objectNames[n % objectNames.length] } : {}),
+      });
+      expect(response.statusCode, `${name}: ${response.body}`).toBe(201);
+      const document = await settledDocument(t, alice, response.json().id);
+      expect(document, name).toMatchObject({ status: 'processed', format: 'text' });
+    }
   });
 });
 

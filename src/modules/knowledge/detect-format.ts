@@ -47,103 +47,109 @@ const FORMAT_NAMES: Record<DocumentFormat, string> = {
 
 const SUPPORTED = 'Supported formats: PDF, Markdown, HTML, plain text, JSON, CSV and source code.';
 
-const CODE_LANGUAGES: Record<string, string> = {
-  ts: 'typescript',
-  mts: 'typescript',
-  cts: 'typescript',
-  tsx: 'tsx',
-  js: 'javascript',
-  mjs: 'javascript',
-  cjs: 'javascript',
-  jsx: 'jsx',
-  py: 'python',
-  pyi: 'python',
-  go: 'go',
-  java: 'java',
-  rs: 'rust',
-  rb: 'ruby',
-  c: 'c',
-  h: 'c',
-  cc: 'cpp',
-  cpp: 'cpp',
-  cxx: 'cpp',
-  hpp: 'cpp',
-  hh: 'cpp',
-  cs: 'csharp',
-  php: 'php',
-  kt: 'kotlin',
-  kts: 'kotlin',
-  swift: 'swift',
-  scala: 'scala',
-  groovy: 'groovy',
-  gradle: 'groovy',
-  dart: 'dart',
-  lua: 'lua',
-  pl: 'perl',
-  pm: 'perl',
-  r: 'r',
-  ex: 'elixir',
-  exs: 'elixir',
-  erl: 'erlang',
-  hs: 'haskell',
-  clj: 'clojure',
-  ml: 'ocaml',
-  fs: 'fsharp',
-  zig: 'zig',
-  sh: 'bash',
-  bash: 'bash',
-  zsh: 'bash',
-  ps1: 'powershell',
-  sql: 'sql',
-  graphql: 'graphql',
-  gql: 'graphql',
-  proto: 'protobuf',
-  css: 'css',
-  scss: 'scss',
-  less: 'less',
-  vue: 'vue',
-  svelte: 'svelte',
-  yaml: 'yaml',
-  yml: 'yaml',
-  toml: 'toml',
-  ini: 'ini',
-  xml: 'xml',
-  tf: 'hcl',
-};
+const CODE_LANGUAGES = new Map<string, string>(
+  Object.entries({
+    ts: 'typescript',
+    mts: 'typescript',
+    cts: 'typescript',
+    tsx: 'tsx',
+    js: 'javascript',
+    mjs: 'javascript',
+    cjs: 'javascript',
+    jsx: 'jsx',
+    py: 'python',
+    pyi: 'python',
+    go: 'go',
+    java: 'java',
+    rs: 'rust',
+    rb: 'ruby',
+    c: 'c',
+    h: 'c',
+    cc: 'cpp',
+    cpp: 'cpp',
+    cxx: 'cpp',
+    hpp: 'cpp',
+    hh: 'cpp',
+    cs: 'csharp',
+    php: 'php',
+    kt: 'kotlin',
+    kts: 'kotlin',
+    swift: 'swift',
+    scala: 'scala',
+    groovy: 'groovy',
+    gradle: 'groovy',
+    dart: 'dart',
+    lua: 'lua',
+    pl: 'perl',
+    pm: 'perl',
+    r: 'r',
+    ex: 'elixir',
+    exs: 'elixir',
+    erl: 'erlang',
+    hs: 'haskell',
+    clj: 'clojure',
+    ml: 'ocaml',
+    fs: 'fsharp',
+    zig: 'zig',
+    sh: 'bash',
+    bash: 'bash',
+    zsh: 'bash',
+    ps1: 'powershell',
+    sql: 'sql',
+    graphql: 'graphql',
+    gql: 'graphql',
+    proto: 'protobuf',
+    css: 'css',
+    scss: 'scss',
+    less: 'less',
+    vue: 'vue',
+    svelte: 'svelte',
+    yaml: 'yaml',
+    yml: 'yaml',
+    toml: 'toml',
+    ini: 'ini',
+    xml: 'xml',
+    tf: 'hcl',
+  }),
+);
 
 /** Files known by their whole name rather than an extension. */
-const CODE_FILE_NAMES: Record<string, string> = {
-  dockerfile: 'dockerfile',
-  containerfile: 'dockerfile',
-  makefile: 'makefile',
-  gnumakefile: 'makefile',
-};
+const CODE_FILE_NAMES = new Map<string, string>(
+  Object.entries({
+    dockerfile: 'dockerfile',
+    containerfile: 'dockerfile',
+    makefile: 'makefile',
+    gnumakefile: 'makefile',
+  }),
+);
 
-const EXTENSION_FORMATS: Record<string, DocumentFormat> = {
-  pdf: 'pdf',
-  md: 'markdown',
-  markdown: 'markdown',
-  mdown: 'markdown',
-  mkd: 'markdown',
-  mkdn: 'markdown',
-  mdx: 'markdown',
-  html: 'html',
-  htm: 'html',
-  xhtml: 'html',
-  txt: 'text',
-  text: 'text',
-  log: 'text',
-  rst: 'text',
-  adoc: 'text',
-  asciidoc: 'text',
-  org: 'text',
-  json: 'json',
-  jsonl: 'json',
-  ndjson: 'json',
-  geojson: 'json',
-  csv: 'csv',
-  tsv: 'csv',
-};
+const EXTENSION_FORMATS = new Map<string, DocumentFormat>(
+  Object.entries({
+    pdf: 'pdf',
+    md: 'markdown',
+    markdown: 'markdown',
+    mdown: 'markdown',
+    mkd: 'markdown',
+    mkdn: 'markdown',
+    mdx: 'markdown',
+    html: 'html',
+    htm: 'html',
+    xhtml: 'html',
+    txt: 'text',
+    text: 'text',
+    log: 'text',
+    rst: 'text',
+    adoc: 'text',
+    asciidoc: 'text',
+    org: 'text',
+    json: 'json',
+    jsonl: 'json',
+    ndjson: 'json',
+    geojson: 'json',
+    csv: 'csv',
+    tsv: 'csv',
+  }),
+);
 
 /** Extensions of formats the store does not read: naming a text file so is a lie. */
 const BINARY_EXTENSIONS = new Set(
@@ -154,31 +160,33 @@ const BINARY_EXTENSIONS = new Set(
   ).split(' '),
 );
 
-const MEDIA_FORMATS: Record<string, DocumentFormat> = {
-  'application/pdf': 'pdf',
-  'application/x-pdf': 'pdf',
-  'text/markdown': 'markdown',
-  'text/x-markdown': 'markdown',
-  'text/html': 'html',
-  'application/xhtml+xml': 'html',
-  'application/json': 'json',
-  'text/json': 'json',
-  'application/x-ndjson': 'json',
-  'application/jsonl': 'json',
-  'text/csv': 'csv',
-  'application/csv': 'csv',
-  'text/tab-separated-values': 'csv',
-  'text/javascript': 'code',
-  'application/javascript': 'code',
-  'application/typescript': 'code',
-  'text/x-python': 'code',
-  'application/x-sh': 'code',
-  'application/sql': 'code',
-  'application/yaml': 'code',
-  'text/yaml': 'code',
-  'application/xml': 'code',
-  'text/xml': 'code',
-};
+const MEDIA_FORMATS = new Map<string, DocumentFormat>(
+  Object.entries({
+    'application/pdf': 'pdf',
+    'application/x-pdf': 'pdf',
+    'text/markdown': 'markdown',
+    'text/x-markdown': 'markdown',
+    'text/html': 'html',
+    'application/xhtml+xml': 'html',
+    'application/json': 'json',
+    'text/json': 'json',
+    'application/x-ndjson': 'json',
+    'application/jsonl': 'json',
+    'text/csv': 'csv',
+    'application/csv': 'csv',
+    'text/tab-separated-values': 'csv',
+    'text/javascript': 'code',
+    'application/javascript': 'code',
+    'application/typescript': 'code',
+    'text/x-python': 'code',
+    'application/x-sh': 'code',
+    'application/sql': 'code',
+    'application/yaml': 'code',
+    'text/yaml': 'code',
+    'application/xml': 'code',
+    'text/xml': 'code',
+  }),
+);
 
 const BINARY_MEDIA_PREFIXES = ['image/', 'audio/', 'video/', 'font/'];
 const BINARY_MEDIA_TYPES = new Set([
@@ -210,11 +218,11 @@ export function baseName(filename: string): string {
 
 function claimOfName(filename: string): Claim | undefined {
   const extension = extensionOf(filename);
-  const byName = CODE_FILE_NAMES[baseName(filename).toLowerCase()];
+  const byName = CODE_FILE_NAMES.get(baseName(filename).toLowerCase());
   if (byName) return { kind: 'format', format: 'code', language: byName };
-  const format = EXTENSION_FORMATS[extension];
+  const format = EXTENSION_FORMATS.get(extension);
   if (format) return { kind: 'format', format };
-  const language = CODE_LANGUAGES[extension];
+  const language = CODE_LANGUAGES.get(extension);
   if (language) return { kind: 'format', format: 'code', language };
   if (BINARY_EXTENSIONS.has(extension)) return { kind: 'binary' };
   return undefined;
@@ -225,7 +233,7 @@ function claimOfMediaType(mediaType: string | undefined): Claim | undefined {
   if (essence === '' || essence === 'application/octet-stream' || essence === 'binary/octet-stream') {
     return undefined;
   }
-  const format = MEDIA_FORMATS[essence] ?? (essence.endsWith('+json') ? 'json' : undefined);
+  const format = MEDIA_FORMATS.get(essence) ?? (essence.endsWith('+json') ? 'json' : undefined);
   if (format) return { kind: 'format', format };
   if (essence === 'text/plain') return { kind: 'text' };
   if (BINARY_MEDIA_TYPES.has(essence) || BINARY_MEDIA_PREFIXES.some((prefix) => essence.startsWith(prefix))) {

@@ -45,7 +45,7 @@ export interface BuiltinEmbedder {
 }
 
 /** Built-in providers by id. None: no shipped model improved search (see DEFAULT_EMBEDDING). */
-export const BUILTIN_EMBEDDERS: Readonly<Record<string, BuiltinEmbedder>> = {};
+export const BUILTIN_EMBEDDERS: ReadonlyMap<string, BuiltinEmbedder> = new Map();
 
 export interface EmbeddingDependencies {
   /** Embeddings through the workspace's providers (`PUT /api/settings/providers`). */
@@ -76,7 +76,7 @@ export function createEmbeddings(deps: EmbeddingDependencies) {
       if (problem) errors.push({ field: `${field}.${problem.field}`, message: problem.message });
       return errors;
     }
-    const builtin = BUILTIN_EMBEDDERS[embedding.provider];
+    const builtin = BUILTIN_EMBEDDERS.get(embedding.provider);
     if (builtin) {
       if (!builtin.models.includes(embedding.model)) {
         errors.push({
@@ -92,7 +92,7 @@ export function createEmbeddings(deps: EmbeddingDependencies) {
       const known = [
         NO_EMBEDDING,
         ...(deps.localModels?.configured ? [LOCAL_EMBEDDING] : []),
-        ...Object.keys(BUILTIN_EMBEDDERS),
+        ...BUILTIN_EMBEDDERS.keys(),
         ...settings.providers.map((p) => p.id),
       ];
       errors.push({
@@ -150,7 +150,7 @@ export function createEmbeddings(deps: EmbeddingDependencies) {
     embedder(workspaceId: string, embedding: EmbeddingSettings, userId?: string): Embedder | undefined {
       if (embedding.provider === NO_EMBEDDING) return undefined;
       if (embedding.provider === LOCAL_EMBEDDING) return localEmbedder(embedding.model);
-      const builtin = BUILTIN_EMBEDDERS[embedding.provider];
+      const builtin = BUILTIN_EMBEDDERS.get(embedding.provider);
       if (builtin) return builtin.create(embedding.model);
       return {
         model: `${embedding.provider}/${embedding.model}`,
