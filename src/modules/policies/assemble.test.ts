@@ -117,6 +117,30 @@ describe('assemblePolicy', () => {
     expect(result.messages[0]?.content).toContain('Hello {{plan}} <% process.exit() %>, plan free.');
   });
 
+  it('reads only own values: a name every object has is unresolved, not rendered', () => {
+    const result = assemblePolicy(
+      {
+        sections: [
+          { name: 's', kind: 'context', text: 'A {{constructor}} B {{toString}} C {{x.constructor}}' },
+        ],
+        variables: {},
+        token_budget: 500,
+      },
+      { variables: { x: 'y' } },
+    );
+    expect(result.messages[0]?.content).toBe('A  B  C ');
+    expect(result.unresolved_variables).toEqual(['constructor', 'toString', 'x.constructor']);
+    const given = assemblePolicy(
+      {
+        sections: [{ name: 's', kind: 'context', text: '{{constructor}}' }],
+        variables: {},
+        token_budget: 500,
+      },
+      { variables: { constructor: 'own value' } },
+    );
+    expect(given.messages[0]?.content).toBe('own value');
+  });
+
   it('is deterministic and keeps static sections before dynamic ones (property)', () => {
     const section = fc.record({
       name: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'),

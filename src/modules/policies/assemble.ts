@@ -129,10 +129,12 @@ export function checkContent(content: PolicyContent): { field: string; message: 
   return problems;
 }
 
+/** The value at a dotted path of own properties (never `constructor` and the like inherited). */
 function lookup(values: Record<string, unknown>, path: string): unknown {
   let value: unknown = values;
   for (const part of path.split('.')) {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+    if (!Object.hasOwn(value, part)) return undefined;
     value = (value as Record<string, unknown>)[part];
   }
   return value;
