@@ -190,9 +190,9 @@ describe("a step's start", () => {
   });
 
   it('a slow step shows Running, its agent Busy, before its model answers', async () => {
-    llm.reply({ type: 'text', text: 'slow', firstByteDelayMs: 1000 });
+    llm.reply({ type: 'text', text: 'slow', firstByteDelayMs: 2000 });
     const { runId, agents } = await startRun(1);
-    const running = await waitFor(runId, (r) => r.steps.some((s: Run) => s.status === 'Running'), 900);
+    const running = await waitFor(runId, (r) => r.steps.some((s: Run) => s.status === 'Running'), 1500);
     expect(running.steps[0]).toMatchObject({ status: 'Running', agent_name: 'A0' });
     const agent = (await t.call(alice, 'GET', `/api/agents/${agents[0]?.id}`)).json();
     expect(agent.status).toBe('Busy');
