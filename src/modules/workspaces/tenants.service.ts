@@ -51,8 +51,9 @@ const present = (row: TenantRow, workspaces: WorkspaceSummary[]) => ({
 });
 
 /**
- * Tenants as their administrators manage them: a tenant's administrators are its creator and
- * the owners of any of its workspaces; platform operators administer all. Someone who does
+ * Tenants as their administrators manage them: a tenant's administrators are the current owners
+ * of any of its workspaces (its creator only while it has none: `created_by` alone grants
+ * nothing once other people's work is in it); platform operators administer all. Someone who does
  * not administer a tenant never sees it: its id is 404 to them, unless they are a member of
  * one of its workspaces (they know it exists), who get 403 `insufficient_role` on a change.
  */
@@ -73,7 +74,7 @@ export function createTenantsService(deps: TenantsDependencies) {
     if (!row.administers && !isOperator(userId)) {
       throw forbidden(
         'insufficient_role',
-        'only the tenant’s creator, an owner of one of its workspaces or a platform operator may change it',
+        'only an owner of one of the tenant’s workspaces or a platform operator may change it',
       );
     }
     return row;
