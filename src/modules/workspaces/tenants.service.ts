@@ -1,5 +1,6 @@
-import { type Db, inTransaction } from '../../db/transaction.ts';
+import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import { conflict, forbidden, invalid, notFound } from '../../errors.ts';
+import { accessTopic, type EventHub } from '../../events/event-hub.ts';
 import { isTimeZone } from '../../lib/time-zone.ts';
 import type { AuditRecorder } from '../audit/audit.service.ts';
 import type { SettingsActivity } from '../settings/settings.service.ts';
@@ -19,6 +20,8 @@ export interface TenantsDependencies {
   platformAdmins: ReadonlySet<string>;
   /** The audit trail of each of the tenant's workspaces: `tenant.created` / `tenant.updated`. */
   audit?: AuditRecorder;
+  /** Announces the workspaces a deletion removed (`access:<workspace id>`), so their live streams end. */
+  hub?: Pick<EventHub, 'publish'>;
 }
 
 /** `POST /settings/tenants`. */
@@ -222,6 +225,9 @@ export function createTenantsService(deps: TenantsDependencies) {
         }
         await txRepo.delete(id);
         const removed = workspaces.map((workspace) => workspace.id);
+        afterCommit(tx, () => {
+          for (const workspaceId of removed) deps.hub?.publish(accessTopic(workspaceId), Date.now());
+        });
         // In the platform trail: the workspaces' own trails go with them.
         await deps.audit?.record(
           tx,
