@@ -28,7 +28,8 @@ export interface EventStreamOptions {
  * take an `AbortSignal`; this writes them with ids, sends a heartbeat, turns a client
  * disconnect into an abort, and turns an error thrown after the stream started into a last
  * `error` event (before the first event, an error is still an ordinary problem+json answer,
- * because the caller awaits `open` first).
+ * because the caller awaits `open` first). Given its live stream, withdrawn access stops the
+ * producer too, and is the last `error` event (`access_revoked`).
  */
 export async function sendEventStream(
   request: FastifyRequest,
