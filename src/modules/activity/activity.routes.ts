@@ -229,7 +229,8 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
       if (socket.readyState !== socket.OPEN) return;
       socket.send(JSON.stringify({ error: { code: reason.code, message: reason.message } }), done);
     };
-    live?.revoked.addEventListener('abort', revoke, { once: true });
+    if (live?.revoked.aborted) revoke();
+    else live?.revoked.addEventListener('abort', revoke, { once: true });
 
     socket.on('close', () => {
       clearInterval(ping);
