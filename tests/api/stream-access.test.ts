@@ -214,9 +214,17 @@ describe('withdrawn access ends live streams', () => {
     const toAdmin = await t.call(owner, 'PUT', `/api/workspaces/members/${raised.userId}`, { role: 'admin' });
     expect(toAdmin.statusCode, toAdmin.body).toBe(200);
     await endsRevoked(chat, 'chat answer');
-    // The provider call of the ended answer is aborted.
+    // The provider call of the ended answer is aborted, and the answer stored says why.
     const request = llm.modelRequests().at(-1);
     await within(request?.closed ?? Promise.resolve(), WITHIN_MS, 'the abort of the model call');
+    const conversation = `/api/chat/conversations/${chat.events[0]?.data.conversation_id}`;
+    const deadline = Date.now() + 3_000;
+    let stored = (await t.call(lowered, 'GET', conversation)).json().messages?.[1];
+    while (!stored?.error && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      stored = (await t.call(lowered, 'GET', conversation)).json().messages?.[1];
+    }
+    expect(stored).toMatchObject({ content: 'a long answer', error: 'aborted: access_revoked' });
 
     // A viewer may still follow activity, an admin too: those streams go on and see what follows.
     await somethingHappens(owner, 'Still visible');
