@@ -10,6 +10,7 @@ import { registerAuth } from './http/auth.ts';
 import { registerCors } from './http/cors.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { MAX_RAW_PARAM_LENGTH, registerInputGuard } from './http/input-guard.ts';
+import { createLiveStreams } from './http/live-streams.ts';
 import { registerOpenApiConventions, swaggerOptions } from './http/openapi.ts';
 import { registerPrometheus } from './http/prometheus.ts';
 import { RequestLogController } from './http/request-log.ts';
@@ -99,6 +100,15 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
     redeemTicket: services.activity.redeemTicket,
   });
 
+  // Live streams (SSE, WebSocket): capped per user and workspace, ended when access is withdrawn.
+  const streams = createLiveStreams({
+    hub: services.eventHub,
+    currentAccess: services.workspaces.currentAccess,
+    perUser: config.streams.perUser,
+    perWorkspace: config.streams.perWorkspace,
+    log: app.log,
+  });
+
   registerOpenApiConventions(app);
   await app.register(swagger, swaggerOptions(config.auth.mode));
   await app.register(swaggerUi, { routePrefix: '/docs' });
@@ -111,17 +121,18 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
       await api.register(workspacesRoutes, { workspaces: services.workspaces });
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });
-      await api.register(runsRoutes, { runs: services.runs });
+      await api.register(runsRoutes, { runs: services.runs, streams });
       await api.register(analyticsRoutes, { analytics: services.analytics });
       await api.register(activityRoutes, {
         activity: services.activity,
+        streams,
         pingIntervalMs: config.wsPingIntervalMs,
       });
       await api.register(credentialsRoutes, {
         credentials: services.credentials,
         platformAdmins: new Set(config.platformAdmins),
       });
-      await api.register(chatRoutes, { chat: services.chat });
+      await api.register(chatRoutes, { chat: services.chat, streams });
       await api.register(playbooksRoutes, { playbooks: services.playbooks });
       await api.register(policiesRoutes, { policies: services.policies });
       await api.register(providersRoutes, { providers: services.providers });

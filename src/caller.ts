@@ -20,6 +20,8 @@ export interface Caller {
    * WebSocket ticket (`?ticket=`, bound to a user and workspace when it was issued).
    */
   via: 'bearer' | 'api_key' | 'ticket';
+  /** The API key's id when `via` is `api_key`: a live stream ends when that key is revoked. */
+  apiKeyId?: string;
   /** The client address, recorded in audit trails; absent outside HTTP (commands, jobs). */
   ipAddress?: string;
   /** The request's id (`X-Request-ID` or generated), recorded in audit trails; absent outside HTTP. */

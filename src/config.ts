@@ -63,6 +63,11 @@ export interface Config {
   bodyLimit: number;
   /** WebSocket keep-alive: ping interval; a socket that missed the previous pong is closed. */
   wsPingIntervalMs: number;
+  /**
+   * Live streams (activity SSE and WebSocket, run events) one user, and one workspace, may hold
+   * open at once in this process; beyond, 429 `too_many_streams`.
+   */
+  streams: { perUser: number; perWorkspace: number };
   logLevel: string;
   database: DatabaseConfig;
   auth: AuthConfig;
@@ -156,6 +161,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR?.trim() || './data');
   const bodyLimit = int('BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024);
   const wsPingIntervalMs = int('WS_PING_INTERVAL_MS', 30_000, 100, 600_000);
+  const streams = {
+    perUser: int('STREAMS_PER_USER', 20, 1, 100_000),
+    perWorkspace: int('STREAMS_PER_WORKSPACE', 200, 1, 1_000_000),
+  };
   const logLevel = env.LOG_LEVEL?.trim() || 'info';
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
@@ -225,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     bodyLimit,
     wsPingIntervalMs,
+    streams,
     logLevel,
     database,
     auth,

@@ -165,7 +165,7 @@ export async function createServices(config: Config, database: Database, options
     agents: { lockExisting: agents.lockExisting },
     activity: { record: activity.record },
   });
-  const workspaces = createWorkspacesService(db, undefined, audit);
+  const workspaces = createWorkspacesService(db, undefined, audit, eventHub);
   const modelGateway = createModelGateway({
     settings,
     credentials,
@@ -333,6 +333,7 @@ export async function createServices(config: Config, database: Database, options
         settings.update(workspaceId, 'providers', { default_model: model }, tx),
       platformAdmins: new Set(config.platformAdmins),
       audit,
+      hub: eventHub,
     }),
     cors: createCorsService({
       db,

@@ -5,7 +5,8 @@ import type { Component, ComponentHealth } from '../lifecycle.ts';
  * Wakes readers of an append-only log (run events, activity) when something new was
  * committed. It carries ids only: a reader always reads the rows themselves from the
  * database after the last id it has, so a lost or duplicated notification costs a query,
- * never an event. Topics are `run:<run id>` and `activity:<workspace id>`.
+ * never an event. Topics are `run:<run id>`, `activity:<workspace id>` and
+ * `access:<workspace id>` (`accessTopic`).
  */
 export interface EventHub extends Component {
   /** Tells every subscriber of `topic`, in every process, that rows up to `id` exist. */
@@ -34,3 +35,10 @@ export function createLocalEventHub(): EventHub {
     },
   };
 }
+
+/**
+ * The hub topic on which a workspace's access changes are announced, after commit: a member
+ * removed or given another role, an API key revoked, the workspace deleted. The id carries
+ * nothing; a listener (a live stream) reads the access it depends on again from the database.
+ */
+export const accessTopic = (workspaceId: string): string => `access:${workspaceId}`;

@@ -8,7 +8,7 @@ export interface AuthDependencies {
   /** The caller's membership, or undefined when the workspace is unknown or they are not a member. */
   findMembership(workspaceId: string, userId: string): Promise<{ tenantId: string; role: Role } | undefined>;
   /** The workspace an API key selects, or undefined when the key is unknown, revoked or expired. */
-  resolveApiKey(key: string): Promise<{ workspaceId: string } | undefined>;
+  resolveApiKey(key: string): Promise<{ workspaceId: string; keyId: string } | undefined>;
   /**
    * Spends a single-use ticket (routes with `config.ticket`): who it was issued to, or
    * undefined when it is unknown, already used or expired.
@@ -89,6 +89,7 @@ async function resolveCaller(request: FastifyRequest, deps: AuthDependencies): P
   const workspaceHeader = headerValue(request, 'x-workspace-id');
   let workspaceId: string;
   let via: Caller['via'] = 'bearer';
+  let apiKeyId: string | undefined;
   if (apiKey !== undefined) {
     const key = await deps.resolveApiKey(apiKey);
     if (!key) {
@@ -101,6 +102,7 @@ async function resolveCaller(request: FastifyRequest, deps: AuthDependencies): P
     }
     workspaceId = key.workspaceId;
     via = 'api_key';
+    apiKeyId = key.keyId;
   } else {
     if (workspaceHeader === undefined) {
       throw invalid('headers.x-workspace-id', 'is required (or send X-API-Key)');
@@ -121,6 +123,7 @@ async function resolveCaller(request: FastifyRequest, deps: AuthDependencies): P
     tenantId: membership.tenantId,
     role: membership.role,
     via,
+    ...(apiKeyId === undefined ? {} : { apiKeyId }),
     ipAddress: request.ip,
     requestId: request.id,
   };

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
+import type { LiveStream } from './live-streams.ts';
 
 /** One Server-Sent Event: a name, a JSON payload and, for replayable streams, an id. */
 export interface SseEvent {
@@ -14,6 +15,12 @@ export interface EventStreamOptions {
   heartbeatMs?: number;
   /** Logs an error that ended the stream after it had started. */
   onError?: (error: unknown) => void;
+  /**
+   * The live stream this is (`LiveStreams.open`): when the caller's access is withdrawn, the
+   * stream stops and its last event is an `error` with `access_revoked`; when the stream ends
+   * for any reason, its slot is given back.
+   */
+  live?: LiveStream;
 }
 
 /**
@@ -21,7 +28,8 @@ export interface EventStreamOptions {
  * take an `AbortSignal`; this writes them with ids, sends a heartbeat, turns a client
  * disconnect into an abort, and turns an error thrown after the stream started into a last
  * `error` event (before the first event, an error is still an ordinary problem+json answer,
- * because the caller awaits `open` first).
+ * because the caller awaits `open` first). Given its live stream, withdrawn access stops the
+ * producer too, and is the last `error` event (`access_revoked`).
  */
 export async function sendEventStream(
   request: FastifyRequest,
@@ -33,6 +41,14 @@ export async function sendEventStream(
   const abort = () => controller.abort(new Error('client disconnected'));
   request.raw.once('close', abort);
   reply.raw.once('close', abort);
+  const revoked = options.live?.revoked;
+  const revoke = () => controller.abort(revoked?.reason);
+  revoked?.addEventListener('abort', revoke, { once: true });
+  const unlisten = () => {
+    request.raw.off('close', abort);
+    reply.raw.off('close', abort);
+    revoked?.removeEventListener('abort', revoke);
+  };
 
   const iterator = produce(controller.signal)[Symbol.asyncIterator]();
   // The first event decides between an HTTP error and a stream: pull it before any header.
@@ -40,8 +56,8 @@ export async function sendEventStream(
   try {
     first = await iterator.next();
   } catch (error) {
-    request.raw.off('close', abort);
-    reply.raw.off('close', abort);
+    unlisten();
+    options.live?.end();
     throw error;
   }
 
@@ -83,9 +99,11 @@ export async function sendEventStream(
     }
   } finally {
     clearInterval(heartbeat);
-    request.raw.off('close', abort);
-    reply.raw.off('close', abort);
+    unlisten();
     await iterator.return?.();
+    // Withdrawn access is said last, whatever the producer did when it was stopped.
+    if (revoked?.aborted) await write({ event: 'error', data: streamError(revoked.reason) });
+    options.live?.end();
     if (!raw.writableEnded) raw.end();
   }
 }
@@ -116,7 +134,8 @@ export function resumePoint(request: FastifyRequest, after?: number): number {
   return after ?? 0;
 }
 
-function streamError(error: unknown): { code: string; message: string } {
-  if (error instanceof AppError) return { code: error.code, message: error.message };
-  return { code: 'internal_error', message: 'the stream failed; see the server log' };
+/** The data of a last `error` event: the problem's stable code, its status and a message. */
+function streamError(error: unknown): { code: string; status: number; message: string } {
+  if (error instanceof AppError) return { code: error.code, status: error.status, message: error.message };
+  return { code: 'internal_error', status: 500, message: 'the stream failed; see the server log' };
 }

@@ -239,7 +239,7 @@ async function twoVersions(id: string) {
 async function traffic(id: string, conversations: string[]): Promise<Map<string, 'a' | 'b'>> {
   const variants = new Map<string, 'a' | 'b'>();
   for (const conversation of conversations) {
-    const response = await assemble(member, id, {
+    const response = await assemble(alice, id, {
       conversation_id: conversation,
       variables: { customer: 'c' },
     });
@@ -398,6 +398,54 @@ describe('A/B tests: POST /api/policy/abtest/set and GET /api/policy/abtest/get'
       await assemble(member, 'ab-main', { conversation_id: 'conv-1', variables: { customer: 'c' } })
     ).json();
     expect(after).toMatchObject({ version: 2, experiment: null });
+  });
+
+  it('counts no unit for a member’s assemble outside a run, whatever unit ids it invents', async () => {
+    await twoVersions('ab-invented');
+    const ref = {
+      policy_a: { policy_id: 'ab-invented', version: 1 },
+      policy_b: { policy_id: 'ab-invented', version: 2 },
+    };
+    expect((await setTest(alice, ref)).statusCode).toBe(200);
+    await traffic(
+      'ab-invented',
+      Array.from({ length: 10 }, (_, i) => `real-${i}`),
+    );
+    const before = (await getTest(alice, 'ab-invented', 'ab-invented')).json();
+    expect(before.units.a + before.units.b).toBe(10);
+
+    // 1000 invented conversations: each is served its variant, none becomes a unit.
+    for (let i = 0; i < 1000; i += 1) {
+      const answer = await assemble(member, 'ab-invented', {
+        conversation_id: `invented-${i}`,
+        variables: { customer: 'c' },
+      });
+      expect(answer.statusCode, answer.body).toBe(200);
+      if (i === 0) expect(answer.json().experiment).not.toBeNull();
+    }
+    // The same with the user as the unit and invented user ids.
+    expect((await setTest(alice, { ...ref, unit: 'user' })).statusCode).toBe(200);
+    for (let i = 0; i < 100; i += 1) {
+      const answer = await assemble(member, 'ab-invented', {
+        user_id: `invented-user-${i}`,
+        variables: { customer: 'c' },
+      });
+      expect(answer.statusCode, answer.body).toBe(200);
+      expect(answer.json().experiment).not.toBeNull();
+    }
+    // The member's own assemble without user_id (the caller as the unit) does not count either.
+    expect(
+      (await assemble(member, 'ab-invented', { variables: { customer: 'c' } })).json().experiment,
+    ).not.toBeNull();
+    const after = (await getTest(alice, 'ab-invented', 'ab-invented')).json();
+    expect(after.units).toEqual(before.units);
+    expect(after.srm).toEqual(before.srm);
+    expect(after.metrics).toEqual(before.metrics);
+    expect(after.verdict).toEqual(before.verdict);
+    const [stored] = await t.rows<{ n: number }>(
+      sql`select count(*)::int as n from policy_exposures where unit_id like 'invented-%'`,
+    );
+    expect(stored?.n).toBe(0);
   });
 
   it('refuses a verdict under 100 units per arm', async () => {

@@ -5,8 +5,8 @@ import { buildMember } from '../helpers/factories.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /**
- * Tenant settings through the API: who administers a tenant (its creator, an owner of one of
- * its workspaces, a platform operator), isolation (404 and never listed for anyone else), the
+ * Tenant settings through the API: who administers a tenant (a current owner of one of its
+ * workspaces, its creator while it has none, a platform operator), isolation (404 and never listed for anyone else), the
  * defaults taking effect (the nightly schedule's time zone, a new workspace's default model),
  * and deletion only when empty or with the tenant's name as confirmation.
  */
@@ -180,6 +180,51 @@ describe('tenant settings', () => {
     const malformed = await t.call(owner, 'PUT', '/api/settings/tenants/not-a-uuid', { name: 'x' });
     expect(malformed.statusCode).toBe(400);
     expect(malformed.json().errors[0].field).toBe('params.id');
+  });
+
+  it('follows current roles only: a creator removed from every workspace, or no longer an owner, administers nothing', async () => {
+    const removed = await user();
+    const demoted = await user();
+    for (const [creator, fate] of [
+      [removed, 'removed'],
+      [demoted, 'demoted'],
+    ] as const) {
+      const tenant = await createTenant(creator, { name: `Shared ${fate}`, workspace_name: 'shared' });
+      const creatorIn = await t.actor(creator.userId, tenant.workspaces[0]?.id as string);
+      // A second owner takes over, then removes the creator or makes them a plain admin.
+      const other = await buildMember(t, creatorIn, { role: 'owner' });
+      const change =
+        fate === 'removed'
+          ? await t.call(other, 'DELETE', `/api/workspaces/members/${creator.userId}`)
+          : await t.call(other, 'PUT', `/api/workspaces/members/${creator.userId}`, { role: 'admin' });
+      expect(change.statusCode, change.body).toBe(fate === 'removed' ? 204 : 200);
+
+      // Someone who no longer belongs learns nothing (404); a member who is no owner is refused (403).
+      const status = fate === 'removed' ? 404 : 403;
+      const code = fate === 'removed' ? 'tenant_not_found' : 'insufficient_role';
+      for (const [method, url, body] of [
+        ['PUT', `/api/settings/tenants/${tenant.id}`, { name: 'Taken over' }],
+        ['PUT', `/api/settings/tenants/${tenant.id}`, { time_zone: 'Asia/Tokyo' }],
+        [
+          'DELETE',
+          `/api/settings/tenants/${tenant.id}?confirm=${encodeURIComponent(tenant.name)}`,
+          undefined,
+        ],
+        ['DELETE', `/api/settings/tenants/${tenant.id}`, undefined],
+      ] as const) {
+        const answer = await t.call(undefined, method, url, body, { headers: creator.headers });
+        expect(answer.statusCode, `${fate} ${method} ${url}`).toBe(status);
+        expect(answer.json().code).toBe(code);
+      }
+      expect(await listIds(creator)).not.toContain(tenant.id);
+      // The tenant and its workspace are untouched, and its current owner still administers it.
+      expect((await t.call(other, 'GET', '/api/workspaces/current')).json().tenant.name).toBe(tenant.name);
+      expect(await listIds(other)).toContain(tenant.id);
+      const renamed = await t.call(other, 'PUT', `/api/settings/tenants/${tenant.id}`, {
+        name: `Kept ${fate}`,
+      });
+      expect(renamed.statusCode, renamed.body).toBe(200);
+    }
   });
 
   it('renames a tenant and records it in each of its workspaces; operators may change any tenant', async () => {

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import { AppError } from '../../errors.ts';
+import type { LiveStream, LiveStreams } from '../../http/live-streams.ts';
 import { resumePoint, type SseEvent, sendEventStream } from '../../http/sse.ts';
 import {
   ActivityPage,
@@ -18,6 +19,8 @@ const tags = ['Activity'];
 
 export interface ActivityRoutesOptions {
   activity: Pick<ActivityService, 'list' | 'follow' | 'issueTicket'>;
+  /** Caps the live channels and ends them when the caller's access is withdrawn. */
+  streams: Pick<LiveStreams, 'open'>;
   /** SSE heartbeat comment interval (15 s). */
   heartbeatMs?: number;
   /** WebSocket ping interval (30 s); a socket that has not answered the previous ping is closed. */
@@ -33,7 +36,7 @@ const toMessage = (item: ActivityItem) => ({ ...item, created_at: item.created_a
  * last id they sent each time the event hub wakes them, so they never skip an event.
  */
 export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = async (app, options) => {
-  const { activity } = options;
+  const { activity, streams } = options;
   // Open SSE streams hold their connections; closing the app ends them so it can stop.
   // (The WebSocket plugin closes its sockets itself.)
   const closing = new AbortController();
@@ -70,7 +73,7 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
         tags,
         summary: 'Follow activity (Server-Sent Events)',
         description:
-          'A text/event-stream of the workspace’s activity: first a `ready` event ({after}), then the events after `Last-Event-ID` (or `?after=`) oldest first, then each new event as it is committed, until the client disconnects. Each event is named by its kind, its id is the event id, its data the event as listed. Without Last-Event-ID or after, only new events. A heartbeat comment every 15 s. Filters as the list.',
+          'A text/event-stream of the workspace’s activity: first a `ready` event ({after}), then the events after `Last-Event-ID` (or `?after=`) oldest first, then each new event as it is committed, until the client disconnects. Each event is named by its kind, its id is the event id, its data the event as listed. Without Last-Event-ID or after, only new events. A heartbeat comment every 15 s. Filters as the list. When the caller’s access is withdrawn (removed from the workspace, API key revoked, workspace deleted) the stream ends with an `error` event {code: access_revoked, status: 403, message}. Beyond STREAMS_PER_USER / STREAMS_PER_WORKSPACE open live streams: 429 too_many_streams.',
         querystring: StreamActivityQuery,
         headers: StreamActivityHeaders,
         response: {
@@ -84,6 +87,7 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
     async (request, reply) => {
       const { after, ...filter } = request.query;
       const start = resumes(request, after) ? resumePoint(request, after) : undefined;
+      const live = await streams.open(request, { counted: true });
       await sendEventStream(
         request,
         reply,
@@ -91,6 +95,7 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
         {
           heartbeatMs: options.heartbeatMs,
           onError: (error) => request.log.error({ err: error }, 'activity stream failed'),
+          live,
         },
       );
     },
@@ -123,15 +128,26 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
     async (request, reply) => reply.status(201).send(await activity.issueTicket(request.caller)),
   );
 
+  /** The live stream of each upgrade, from its admission (before the upgrade) to its socket's close. */
+  const sockets = new WeakMap<FastifyRequest, LiveStream>();
+
   app.route({
     method: 'GET',
     url: '/ws',
     config: { ticket: true },
+    // Before the upgrade, so a refusal (429, 403) is an ordinary HTTP answer. The slot is
+    // given back when the connection closes, also when the upgrade never completes.
+    preHandler: async (request) => {
+      if (!request.ws) return;
+      const live = await streams.open(request, { counted: true });
+      sockets.set(request, live);
+      request.raw.socket.once('close', live.end);
+    },
     schema: {
       tags,
       summary: 'Follow activity (WebSocket)',
       description:
-        'Upgrade to a WebSocket carrying the workspace’s activity as JSON messages {id, kind, subject_type, subject_id, message, data, actor, created_at}. Authenticate with the usual headers, or with `?ticket=` from POST /api/activity/ws-ticket. `?after=` replays from an id first; the client may send {"after": <id>} at any time to replay from there. The server pings every 30 s and closes a socket that missed a pong. A refused upgrade is an ordinary HTTP answer: 401, 403 or 400 problem details. A plain GET without the upgrade is 426.',
+        'Upgrade to a WebSocket carrying the workspace’s activity as JSON messages {id, kind, subject_type, subject_id, message, data, actor, created_at}. Authenticate with the usual headers, or with `?ticket=` from POST /api/activity/ws-ticket. `?after=` replays from an id first; the client may send {"after": <id>} at any time to replay from there. The server pings every 30 s and closes a socket that missed a pong. When the caller’s access is withdrawn (removed from the workspace, API key revoked, workspace deleted) the server sends {"error": {"code": "access_revoked", …}} and closes with 4403. A refused upgrade is an ordinary HTTP answer: 401, 403, 400 or 429 too_many_streams (STREAMS_PER_USER / STREAMS_PER_WORKSPACE) problem details. A plain GET without the upgrade is 426.',
       querystring: ActivitySocketQuery,
       response: { 101: Type.Null({ description: 'Switching Protocols: the WebSocket is open' }) },
     },
@@ -149,7 +165,7 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
     },
     wsHandler: (socket, request) => {
       const { after, ticket: _ticket, ...filter } = request.query;
-      serveSocket(socket, request, after, filter);
+      serveSocket(socket, request, after, filter, sockets.get(request));
     },
   });
 
@@ -158,6 +174,7 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
     request: FastifyRequest,
     after: number | undefined,
     filter: ActivityFilter,
+    live: LiveStream | undefined,
   ) {
     const closed = new AbortController();
     let current: AbortController | undefined;
@@ -203,9 +220,23 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
       socket.ping();
     }, options.pingIntervalMs ?? 30_000);
 
+    // Withdrawn access: say why in a last message, then close with 4403 (the HTTP status, as
+    // the 4000-4999 range is the application's).
+    const revoke = () => {
+      closed.abort();
+      const reason = live?.revoked.reason as AppError;
+      const done = () => socket.close(4403, 'access_revoked');
+      if (socket.readyState !== socket.OPEN) return;
+      socket.send(JSON.stringify({ error: { code: reason.code, message: reason.message } }), done);
+    };
+    if (live?.revoked.aborted) revoke();
+    else live?.revoked.addEventListener('abort', revoke, { once: true });
+
     socket.on('close', () => {
       clearInterval(ping);
       closed.abort();
+      live?.revoked.removeEventListener('abort', revoke);
+      live?.end();
     });
     followFrom(after);
   }

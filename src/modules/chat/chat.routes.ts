@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { LiveStreams } from '../../http/live-streams.ts';
 import { IdParams } from '../../http/schemas.ts';
 import { sendEventStream } from '../../http/sse.ts';
 import {
@@ -14,7 +15,11 @@ import type { ChatService } from './chat.service.ts';
 const tags = ['Chat'];
 
 /** Streaming chat and the caller's conversations (spec 4.3). */
-export const chatRoutes: FastifyPluginAsyncTypebox<{ chat: ChatService }> = async (app, { chat }) => {
+export const chatRoutes: FastifyPluginAsyncTypebox<{
+  chat: ChatService;
+  /** Ends an answer's stream when the caller's access is withdrawn (answers are not counted). */
+  streams: Pick<LiveStreams, 'open'>;
+}> = async (app, { chat, streams }) => {
   app.post(
     '/chat',
     {
@@ -22,15 +27,18 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ chat: ChatService }> = asyn
         tags,
         summary: 'Send a message; the answer streams as Server-Sent Events',
         description:
-          'Answers with text/event-stream. What fails before the model’s first output is an ordinary problem+json answer and stores nothing: an unknown conversation (404 conversation_not_found) or agent (404 agent_not_found), a bad body (400), or every provider failing (502 provider_error / 504 provider_timeout, with each attempt in `errors`). After the stream started, a failure is a last `error` event. Closing the connection aborts the provider call. The model is the agent’s, else the workspace’s default; with no provider configured, the built-in local provider answers.',
+          'Answers with text/event-stream. What fails before the model’s first output is an ordinary problem+json answer and stores nothing: an unknown conversation (404 conversation_not_found) or agent (404 agent_not_found), a bad body (400), or every provider failing (502 provider_error / 504 provider_timeout, with each attempt in `errors`). After the stream started, a failure is a last `error` event. Closing the connection aborts the provider call, and so does withdrawn access (removed from the workspace, the role lowered below member, the API key revoked): the stream then ends with an `error` event {code: access_revoked, status: 403, message}. The model is the agent’s, else the workspace’s default; with no provider configured, the built-in local provider answers.',
         body: ChatBody,
         response: { 200: ChatStreamResponse },
       },
     },
-    async (request, reply) =>
-      sendEventStream(request, reply, (signal) => chat.send(request.caller, request.body, signal), {
+    async (request, reply) => {
+      const live = await streams.open(request, { counted: false });
+      await sendEventStream(request, reply, (signal) => chat.send(request.caller, request.body, signal), {
         onError: (error) => request.log.error({ err: error }, 'chat stream failed after it started'),
-      }),
+        live,
+      });
+    },
   );
 
   app.get(

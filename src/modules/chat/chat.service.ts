@@ -214,7 +214,7 @@ export function createChatService(deps: ChatDependencies) {
       } catch (error) {
         if (!settled) {
           const reason = signal.aborted
-            ? 'aborted: the client disconnected'
+            ? abortReason(signal)
             : error instanceof AppError
               ? `${error.code}: ${error.message}`
               : 'internal_error: the answer failed';
@@ -228,7 +228,7 @@ export function createChatService(deps: ChatDependencies) {
             content: text,
             tool_calls: toolCalls,
             citations,
-            error: 'aborted: the client disconnected',
+            error: abortReason(signal),
           });
         await turn.return?.();
       }
@@ -252,3 +252,13 @@ export function createChatService(deps: ChatDependencies) {
 }
 
 export type ChatService = ReturnType<typeof createChatService>;
+
+/**
+ * Why an answer stopped early, as stored with it: the code of the error that stopped the stream
+ * (`access_revoked` when the caller's access was withdrawn), else the client went away.
+ */
+function abortReason(signal: AbortSignal): string {
+  return signal.reason instanceof AppError
+    ? `aborted: ${signal.reason.code}`
+    : 'aborted: the client disconnected';
+}

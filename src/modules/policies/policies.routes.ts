@@ -108,7 +108,7 @@ export const policiesRoutes: FastifyPluginAsyncTypebox<{ policies: PoliciesServi
         tags,
         summary: 'Assemble a policy',
         description:
-          'Renders the policy deterministically for the inputs: conditions (the condition language) choose the sections, static sections come first (for provider prompt caches), `{{variable}}` is substituted (nothing else runs), and sections over the token budget are dropped from the end. Answers the messages, the per-section report, the model, tools and retrieval settings, token totals, unresolved variables, the version and content hash, and the experiment variant when a running A/B test serves this unit (an exposure is recorded unless `dry_run`). A required variable missing is 422 naming it. Members may assemble.',
+          'Renders the policy deterministically for the inputs: conditions (the condition language) choose the sections, static sections come first (for provider prompt caches), `{{variable}}` is substituted (nothing else runs), and sections over the token budget are dropped from the end. Answers the messages, the per-section report, the model, tools and retrieval settings, token totals, unresolved variables, the version and content hash, and the experiment variant when a running A/B test serves this unit. An exposure (a unit of the experiment) is recorded only for an admin’s or owner’s assemble without `dry_run`; a member is served the variant but adds no unit (run steps and chat turns record theirs). A required variable missing is 422 naming it. Members may assemble.',
         params: PolicyParams,
         body: AssembleBody,
         response: { 200: AssemblySchema },

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Caller } from '../../caller.ts';
+import { type Caller, hasRole } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, invalidFields, notFound, preconditionFailed } from '../../errors.ts';
 import { assign, BUCKETS, bucketOf } from '../../lib/bucketing.ts';
@@ -218,7 +218,12 @@ export function createPoliciesService(deps: PoliciesDependencies) {
     return assign(experiment.salt, unitId, experiment.weights) === 0 ? 'a' : 'b';
   }
 
-  async function assemble(caller: Who, policyId: string, input: AssembleRequest) {
+  /**
+   * Assembles the policy; `countsUnit` says whether serving an experiment's variant records the
+   * unit's exposure (a run step or chat turn that runs something, or an admin's assemble), so
+   * unit ids a caller merely names never enter an experiment's statistics.
+   */
+  async function assembleFor(caller: Who, policyId: string, input: AssembleRequest, countsUnit: boolean) {
     checkId(policyId);
     const workspaceId = caller.workspaceId;
     const userId = input.user_id ?? caller.userId;
@@ -235,7 +240,7 @@ export function createPoliciesService(deps: PoliciesDependencies) {
         const ref = variant === 'a' ? running.policy_a_ref : running.policy_b_ref;
         served = await resolve(workspaceId, ref.policy_id, ref);
         experiment = { id: running.id, variant, unit: running.unit, unit_id: unitId };
-        if (!input.dry_run) await repo.recordExposure(workspaceId, running.id, unitId, variant);
+        if (countsUnit && !input.dry_run) await repo.recordExposure(workspaceId, running.id, unitId, variant);
       }
     }
 
@@ -418,7 +423,15 @@ export function createPoliciesService(deps: PoliciesDependencies) {
       });
     },
 
-    assemble,
+    /**
+     * `POST /policy/{id}/assemble`: renders the policy for the caller. An experiment's variant is
+     * served to anyone who may assemble, but only an admin's (or owner's) assemble records an
+     * exposure: outside a run nothing is run, so a member could otherwise invent conversation or
+     * user ids by the thousand and skew the units, the sample-ratio check and the verdict. An
+     * integration that assembles for its own model calls does so as an admin.
+     */
+    assemble: (caller: Who & Pick<Caller, 'role'>, policyId: string, input: AssembleRequest) =>
+      assembleFor(caller, policyId, input, hasRole(caller.role, 'admin')),
 
     /**
      * The context of an agent that has a policy, for a run step or a chat turn: the system
@@ -426,7 +439,7 @@ export function createPoliciesService(deps: PoliciesDependencies) {
      * what a run records (policy, version, variant, experiment, unit). Records the exposure.
      */
     async assembleForAgent(input: AgentAssemblyInput): Promise<AgentContext> {
-      const result = await assemble(
+      const result = await assembleFor(
         { workspaceId: input.workspaceId, userId: input.userId },
         input.policy.id,
         {
@@ -437,6 +450,7 @@ export function createPoliciesService(deps: PoliciesDependencies) {
           variables: input.variables,
           context: input.context,
         },
+        true,
       );
       const system = result.messages
         .filter((m) => m.role === 'system')

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import type { LiveStreams } from '../../http/live-streams.ts';
 import { bodyMayBeOmitted } from '../../http/optional-body.ts';
 import { IdParams } from '../../http/schemas.ts';
 import { resumePoint, sendEventStream } from '../../http/sse.ts';
@@ -19,7 +20,11 @@ import type { RunsService } from './runs.service.ts';
 const tags = ['Runs'];
 
 /** Starting runs, reading them, controlling them and following their events. */
-export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = async (app, { runs }) => {
+export const runsRoutes: FastifyPluginAsyncTypebox<{
+  runs: RunsService;
+  /** Caps the event streams and ends them when the caller's access is withdrawn. */
+  streams: Pick<LiveStreams, 'open'>;
+}> = async (app, { runs, streams }) => {
   app.post(
     '/workflows/:id/run',
     {
@@ -114,7 +119,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = asyn
         tags,
         summary: 'Follow a run (Server-Sent Events)',
         description:
-          'First a `run` event (no id) with the run as it is, then its event log from just after `Last-Event-ID` (or `?after=`), then live events until the run ends: run.queued, run.started, step.started, tool_call, step.completed, step.failed, run.paused, run.resumed, run.completed, run.failed, run.cancelled (docs/runs.md). A client that reconnects with the last id it saw misses nothing. A heartbeat comment every 15 s.',
+          'First a `run` event (no id) with the run as it is, then its event log from just after `Last-Event-ID` (or `?after=`), then live events until the run ends: run.queued, run.started, step.started, tool_call, step.completed, step.failed, run.paused, run.resumed, run.completed, run.failed, run.cancelled (docs/runs.md). A client that reconnects with the last id it saw misses nothing. A heartbeat comment every 15 s. When the caller’s access is withdrawn (removed from the workspace, API key revoked, workspace deleted) the stream ends with an `error` event {code: access_revoked, status: 403, message}. Beyond STREAMS_PER_USER / STREAMS_PER_WORKSPACE open live streams: 429 too_many_streams.',
         params: IdParams,
         querystring: RunEventsQuery,
         response: {
@@ -127,12 +132,14 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = asyn
     },
     async (request, reply) => {
       const after = resumePoint(request, request.query.after);
+      const live = await streams.open(request, { counted: true });
       await sendEventStream(
         request,
         reply,
         (signal) => runs.events(request.caller, request.params.id, after, signal),
         {
           onError: (error) => request.log.error({ err: error }, 'run event stream failed'),
+          live,
         },
       );
     },

@@ -1,4 +1,4 @@
-import { asc, eq, exists, inArray, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, eq, exists, inArray, or, type SQL, sql } from 'drizzle-orm';
 import { type PageRequest, paginate, totalCount } from '../../db/queries.ts';
 import { tenants, workspaceMembers, workspaces } from '../../db/schema/workspaces.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -21,11 +21,22 @@ const OWNER_OF_A_WORKSPACE = (userId: string) =>
       where w.tenant_id = ${TENANT_ID} and m.user_id = ${userId} and m.role = 'owner')`,
   );
 
+/** The tenant has no workspace (a correlated subquery on `tenants`). */
+const WITHOUT_WORKSPACES = sql`not exists (select 1 from ${workspaces} w where w.tenant_id = ${TENANT_ID})`;
+
+/**
+ * `userId` administers the tenant by current roles only: an owner of one of its workspaces, or
+ * its creator while it has no workspace at all (nobody else's work is in it). A creator removed
+ * from every workspace, or no longer an owner, administers nothing of it.
+ */
+const ADMINISTERS = (userId: string): SQL =>
+  or(OWNER_OF_A_WORKSPACE(userId), and(eq(tenants.created_by, userId), WITHOUT_WORKSPACES)) as SQL;
+
 /** Data access for tenants as their administrators see them (the settings API). */
 export function createTenantsRepository(db: Db) {
-  /** The tenants `userId` administers (creator or owner of one of its workspaces); all when `everyone`. */
+  /** The tenants `userId` administers (see `ADMINISTERS`); all when `everyone`. */
   const administeredBy = (userId: string, everyone: boolean): SQL | undefined =>
-    everyone ? undefined : or(eq(tenants.created_by, userId), OWNER_OF_A_WORKSPACE(userId));
+    everyone ? undefined : ADMINISTERS(userId);
 
   return {
     /** A page of the tenants `userId` administers, oldest first. */
@@ -48,15 +59,15 @@ export function createTenantsRepository(db: Db) {
     },
 
     /**
-     * One tenant with how `userId` relates to it: `administers` (creator or owner of one of
-     * its workspaces) and `member` (in any of its workspaces, whatever the role). `lock`
-     * holds the row until the transaction ends.
+     * One tenant with how `userId` relates to it now: `administers` (see `ADMINISTERS`) and
+     * `member` (in any of its workspaces, whatever the role). `lock` holds the row until the
+     * transaction ends.
      */
     async findForUser(id: string, userId: string, lock = false) {
       const query = db
         .select({
           ...tenantColumns,
-          administers: sql<boolean>`(${tenants.created_by} = ${userId} or ${OWNER_OF_A_WORKSPACE(userId)})`,
+          administers: sql<boolean>`(${ADMINISTERS(userId)})`,
           member: sql<boolean>`exists (select 1 from ${workspaces} w join ${workspaceMembers} m
             on m.workspace_id = w.id where w.tenant_id = ${TENANT_ID} and m.user_id = ${userId})`,
         })

@@ -30,7 +30,7 @@ export const tenantsRoutes: FastifyPluginAsyncTypebox<{ tenants: TenantsService 
         tags,
         summary: 'List my tenants',
         description:
-          'The tenants the caller administers (created, or owns a workspace of), each with its workspaces and defaults, oldest first. Platform operators (PLATFORM_ADMIN_USERS) see every tenant. Needs only a bearer token.',
+          'The tenants the caller administers (owns a workspace of now, or created and has no workspace yet), each with its workspaces and defaults, oldest first. Platform operators (PLATFORM_ADMIN_USERS) see every tenant. Needs only a bearer token.',
         querystring: ListTenantsQuery,
         response: { 200: TenantPage },
       },

@@ -1,5 +1,6 @@
-import { type Db, inTransaction } from '../../db/transaction.ts';
+import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import { conflict, forbidden, invalid, notFound } from '../../errors.ts';
+import { accessTopic, type EventHub } from '../../events/event-hub.ts';
 import { isTimeZone } from '../../lib/time-zone.ts';
 import type { AuditRecorder } from '../audit/audit.service.ts';
 import type { SettingsActivity } from '../settings/settings.service.ts';
@@ -19,6 +20,8 @@ export interface TenantsDependencies {
   platformAdmins: ReadonlySet<string>;
   /** The audit trail of each of the tenant's workspaces: `tenant.created` / `tenant.updated`. */
   audit?: AuditRecorder;
+  /** Announces the workspaces a deletion removed (`access:<workspace id>`), so their live streams end. */
+  hub?: Pick<EventHub, 'publish'>;
 }
 
 /** `POST /settings/tenants`. */
@@ -51,8 +54,9 @@ const present = (row: TenantRow, workspaces: WorkspaceSummary[]) => ({
 });
 
 /**
- * Tenants as their administrators manage them: a tenant's administrators are its creator and
- * the owners of any of its workspaces; platform operators administer all. Someone who does
+ * Tenants as their administrators manage them: a tenant's administrators are the current owners
+ * of any of its workspaces (its creator only while it has none: `created_by` alone grants
+ * nothing once other people's work is in it); platform operators administer all. Someone who does
  * not administer a tenant never sees it: its id is 404 to them, unless they are a member of
  * one of its workspaces (they know it exists), who get 403 `insufficient_role` on a change.
  */
@@ -73,7 +77,7 @@ export function createTenantsService(deps: TenantsDependencies) {
     if (!row.administers && !isOperator(userId)) {
       throw forbidden(
         'insufficient_role',
-        'only the tenant’s creator, an owner of one of its workspaces or a platform operator may change it',
+        'only an owner of one of the tenant’s workspaces or a platform operator may change it',
       );
     }
     return row;
@@ -221,6 +225,9 @@ export function createTenantsService(deps: TenantsDependencies) {
         }
         await txRepo.delete(id);
         const removed = workspaces.map((workspace) => workspace.id);
+        afterCommit(tx, () => {
+          for (const workspaceId of removed) deps.hub?.publish(accessTopic(workspaceId), Date.now());
+        });
         // In the platform trail: the workspaces' own trails go with them.
         await deps.audit?.record(
           tx,

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, getTableColumns, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, gt, isNull, or, sql } from 'drizzle-orm';
 import { type PageRequest, paginate, totalCount } from '../../db/queries.ts';
 import { apiKeys, type Role, tenants, workspaceMembers, workspaces } from '../../db/schema/workspaces.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -165,6 +165,22 @@ export function createWorkspacesRepository(db: Db) {
         .where(and(eq(apiKeys.workspace_id, workspaceId), eq(apiKeys.id, id)))
         .for('update');
       return row;
+    },
+
+    /** True while the workspace's key is neither revoked nor expired (read now, never cached). */
+    async isApiKeyActive(workspaceId: string, id: string): Promise<boolean> {
+      const [row] = await db
+        .select({ id: apiKeys.id })
+        .from(apiKeys)
+        .where(
+          and(
+            eq(apiKeys.workspace_id, workspaceId),
+            eq(apiKeys.id, id),
+            isNull(apiKeys.revoked_at),
+            or(isNull(apiKeys.expires_at), gt(apiKeys.expires_at, sql`now()`)),
+          ),
+        );
+      return row !== undefined;
     },
 
     /** Marks a key revoked; undefined when it is not this workspace's key. */

@@ -45,9 +45,9 @@ describe('workspaces service', () => {
     const actor = { userId: 'keeper', workspaceId: workspace.id, role: 'owner' as const };
     const expiresAt = new Date(now.getTime() + 60_000);
     const { key } = await service.createApiKey(actor, { name: 'k', expires_at: expiresAt.toISOString() });
-    expect(await service.resolveApiKey(key)).toEqual({ workspaceId: workspace.id });
+    expect(await service.resolveApiKey(key)).toMatchObject({ workspaceId: workspace.id });
     now = new Date(expiresAt.getTime() - 1);
-    expect(await service.resolveApiKey(key)).toEqual({ workspaceId: workspace.id });
+    expect(await service.resolveApiKey(key)).toMatchObject({ workspaceId: workspace.id });
     now = expiresAt;
     expect(await service.resolveApiKey(key)).toBeUndefined();
   });

@@ -1,6 +1,7 @@
 import type { Caller } from '../../caller.ts';
-import { type Db, inTransaction } from '../../db/transaction.ts';
+import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import { type AppError, conflict, forbidden, invalid, notFound } from '../../errors.ts';
+import { accessTopic, type EventHub } from '../../events/event-hub.ts';
 import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
 import type { AuditRecorder, RecordedBy } from '../audit/audit.service.ts';
@@ -30,12 +31,30 @@ export const ACCESS_CACHE_TTL_MS = 5_000;
 /** Who an audited change is recorded for. */
 type Actor = Pick<Caller, 'userId' | 'workspaceId' | 'role'> & RecordedBy;
 
+/** The credentials a request was admitted with, as a live stream keeps checking them. */
+export interface AccessCredentials {
+  workspaceId: string;
+  userId: string;
+  /** The API key that selected the workspace, when one did. */
+  apiKeyId?: string;
+}
+
 /**
  * Tenancy: workspaces, their members and roles, and API keys. Given the audit trail, every
- * change to them is recorded in it, in the change's transaction.
+ * change to them is recorded in it, in the change's transaction. Given the event hub, every
+ * change that withdraws or changes access is announced on `access:<workspace id>` after its
+ * commit, so live streams check their access again at once (in every process).
  */
-export function createWorkspacesService(db: Db, clock: () => Date = () => new Date(), audit?: AuditRecorder) {
+export function createWorkspacesService(
+  db: Db,
+  clock: () => Date = () => new Date(),
+  audit?: AuditRecorder,
+  hub?: Pick<EventHub, 'publish'>,
+) {
   const repo = createWorkspacesRepository(db);
+  /** Announces, once `tx` commits, that access to the workspace changed. */
+  const announceAccessChange = (tx: Db, workspaceId: string) =>
+    afterCommit(tx, () => hub?.publish(accessTopic(workspaceId), Date.now()));
   const memberships = new LruCache<string, { tenantId: string; role: Role }>(50_000, () => clock().getTime());
   const keys = new LruCache<string, ApiKeyRow>(10_000, () => clock().getTime());
   const membershipKey = (workspaceId: string, userId: string) => `${workspaceId}\u0000${userId}`;
@@ -81,6 +100,7 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
       if (!current) return 'not_found';
       const losesOwner = current.role === 'owner' && ('remove' in change || change.role !== 'owner');
       if (losesOwner && owners.length <= 1) return 'last_owner';
+      announceAccessChange(tx, workspaceId);
       if ('remove' in change) {
         await txRepo.deleteMember(workspaceId, userId);
         await audit?.record(tx, workspaceId, caller, {
@@ -134,7 +154,33 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
         await repo.touchApiKey(row.id);
         row.last_used_at = now;
       }
-      return { workspaceId: row.workspace_id };
+      return { workspaceId: row.workspace_id, keyId: row.id };
+    },
+
+    /**
+     * The role these credentials give now, read from the database past every cache, or
+     * undefined when they give none any more (not a member, the workspace gone, the API key
+     * revoked or expired). A live stream asks this when it opens and on each access change
+     * of its workspace. A membership found gone is also dropped from this process's cache.
+     */
+    async currentAccess(access: AccessCredentials): Promise<Role | undefined> {
+      const row = await repo.findMembership(access.workspaceId, access.userId);
+      if (!row) {
+        forget(access.workspaceId, access.userId);
+        return undefined;
+      }
+      memberships.set(
+        membershipKey(access.workspaceId, access.userId),
+        { tenantId: row.tenant_id, role: row.role },
+        clock().getTime() + ACCESS_CACHE_TTL_MS,
+      );
+      if (
+        access.apiKeyId !== undefined &&
+        !(await repo.isApiKeyActive(access.workspaceId, access.apiKeyId))
+      ) {
+        return undefined;
+      }
+      return row.role;
     },
 
     async getCurrent(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>) {
@@ -281,6 +327,7 @@ export function createWorkspacesService(db: Db, clock: () => Date = () => new Da
         const before = await txRepo.findApiKey(caller.workspaceId, id);
         const revoked = await txRepo.revokeApiKey(caller.workspaceId, id);
         if (revoked && before && !before.revoked_at) {
+          announceAccessChange(tx, caller.workspaceId);
           await audit?.record(tx, caller.workspaceId, caller, {
             action: 'api_key.revoked',
             targetType: 'api_key',
