@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   credential_inactive: 403,
   credential_expired: 403,
   secret_required: 403,
+  destination_not_allowed: 403,
   route_not_found: 404,
   workspace_not_found: 404,
   member_not_found: 404,

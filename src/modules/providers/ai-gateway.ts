@@ -17,7 +17,7 @@ import { LruCache } from '../../lib/lru-cache.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { AddressRefusedError, createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import type { ComponentHealth } from '../../lifecycle.ts';
-import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { AccessPurpose, CredentialsService } from '../credentials/credentials.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import type { ToolsService } from '../tools/tools.service.ts';
 import { estimateTokens, LOCAL_PROVIDER, type LocalKnowledge, streamLocalTurn } from './local-provider.ts';
@@ -89,7 +89,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
 
   /** The provider's key from the vault: `api_key`, else `token`; undefined for keyless servers. */
   async function keyOf(
-    request: { workspaceId: string; userId?: string },
+    request: { workspaceId: string; userId?: string; usedBy?: AccessPurpose },
     provider: ProviderConfig,
   ): Promise<string | undefined> {
     if (provider.credential_id === null) return undefined;
@@ -101,6 +101,9 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
           fields: [field],
           serviceName: 'llm',
           userId: request.userId,
+          // The admin who set the base URL approved it (docs/providers.md): recorded, not checked.
+          destination: { url: new URL(provider.base_url), allowedOnly: false },
+          ...(request.usedBy ? { usedBy: request.usedBy } : {}),
         });
         const value = data[field];
         if (typeof value === 'string' && value !== '') return value;
@@ -294,7 +297,11 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     const settings = await settingsOf(deps.settings, request.workspaceId);
     // Bound first, so an agent naming an unknown tool is a 400 whichever provider answers.
     const bound = request.tools?.length
-      ? deps.tools.bind(request.tools, { workspaceId: request.workspaceId, userId: request.userId })
+      ? deps.tools.bind(request.tools, {
+          workspaceId: request.workspaceId,
+          userId: request.userId,
+          ...(request.usedBy ? { usedBy: request.usedBy } : {}),
+        })
       : [];
     const tools: ToolSet | undefined =
       bound.length > 0

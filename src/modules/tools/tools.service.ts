@@ -4,7 +4,7 @@ import { type FieldError, invalidFields } from '../../errors.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import type { CodegraphService } from '../codegraph/codegraph.service.ts';
-import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { AccessPurpose, CredentialsService } from '../credentials/credentials.service.ts';
 import type { RetrievalService } from '../retrieval/retrieval.service.ts';
 import { type ToolDefinition, ToolError } from './tool.ts';
 
@@ -119,13 +119,17 @@ export function createToolsService(deps: ToolsDependencies) {
      * configs that no longer fit are a 400 naming `tools.<n>`: an agent saved before a tool was
      * removed says so instead of silently losing the tool.
      */
-    bind(refs: ToolRef[], scope: { workspaceId: string; userId: string }): BoundTool[] {
+    bind(
+      refs: ToolRef[],
+      scope: { workspaceId: string; userId: string; usedBy?: AccessPurpose },
+    ): BoundTool[] {
       const errors = checkRefs(refs, 'tools');
       if (errors.length > 0) throw invalidFields(errors);
       const fetch = createGuardedFetch(() => deps.addressPolicy(scope.workspaceId));
+      const caller = { workspaceId: scope.workspaceId, userId: scope.userId };
       const knowledge = {
         search: (input: Parameters<RetrievalService['search']>[1], signal: AbortSignal) =>
-          deps.knowledge.search(scope, input, signal),
+          deps.knowledge.search(caller, input, signal),
       };
       return refs.map((ref) => {
         const definition = byName.get(ref.name) as ToolDefinition;
@@ -141,6 +145,7 @@ export function createToolsService(deps: ToolsDependencies) {
               return await definition.execute(input as never, {
                 workspaceId: scope.workspaceId,
                 userId: scope.userId,
+                usedBy: scope.usedBy ?? {},
                 signal,
                 config: (ref.config ?? {}) as never,
                 services: { credentials: deps.credentials, fetch, knowledge, codegraph: deps.codegraph },

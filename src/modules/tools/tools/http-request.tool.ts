@@ -110,7 +110,7 @@ export default defineTool({
       headers.set(name, value);
     }
     const secrets =
-      input.credential_id === undefined ? [] : await addCredential(input.credential_id, headers, context);
+      input.credential_id === undefined ? [] : await addCredential(input.credential_id, url, headers, context);
 
     const timeoutMs = context.config.timeout_ms ?? DEFAULT_TIMEOUT_MS;
     const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
@@ -155,10 +155,14 @@ function hostMatches(host: string, pattern: string): boolean {
 
 /**
  * Adds the credential's authentication headers, as its type's test endpoint sends them (OAuth
- * tokens as a bearer), and returns the secret values that must never reach the model.
+ * tokens as a bearer), and returns the secret values that must never reach the model. The vault
+ * hands them out only for a URL whose host is among the credential's allowed hosts (rule C3b),
+ * so neither the model nor whoever configured the agent can send them anywhere else; the access
+ * record names the agent, the run or conversation and the destination.
  */
 async function addCredential(
   id: number,
+  url: URL,
   headers: Headers,
   context: ToolContext<{ credentials?: number[] }>,
 ): Promise<string[]> {
@@ -190,6 +194,8 @@ async function addCredential(
       fields,
       serviceName: 'tool:http_request',
       userId: context.userId,
+      destination: { url, allowedOnly: true },
+      usedBy: context.usedBy,
     });
     const secrets: string[] = [];
     for (const [name, template] of Object.entries(templates)) {
