@@ -43,6 +43,7 @@ export const ERROR_CODES = {
   member_exists: 409,
   last_owner: 409,
   duplicate_credential: 409,
+  confirmation_required: 409,
   duplicate_credential_type: 409,
   run_state_conflict: 409,
   workflow_not_runnable: 409,

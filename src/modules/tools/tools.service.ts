@@ -105,6 +105,21 @@ export function createToolsService(deps: ToolsDependencies) {
   return {
     checkRefs,
 
+    /**
+     * The vault credentials an agent's tools are configured with, per tool name: the ids a
+     * tool's `config.credentials` lists (the one config key by which a tool names credentials).
+     * Binding one is an admin's act (docs/vault.md, rule C3b), so agents compare these.
+     */
+    boundCredentials: (refs: ToolRef[]): Map<string, number[]> =>
+      new Map(
+        refs.flatMap((ref) => {
+          const ids = ref.config?.credentials;
+          if (!Array.isArray(ids)) return [];
+          const numbers = ids.filter((id): id is number => typeof id === 'number');
+          return numbers.length > 0 ? [[ref.name, numbers] as const] : [];
+        }),
+      ),
+
     /** Every tool, with its argument and config schemas (for clients building agent forms). */
     list: (): ToolInfo[] =>
       [...byName.values()].map((definition) => ({
