@@ -15,7 +15,6 @@ import {
   type ConnectionTestResult,
   destinationFields,
 } from './connection-tester.ts';
-import { defaultHosts, destinationAllowed, destinationOf, normalizeHostEntry } from './credential-hosts.ts';
 import {
   type CredentialData,
   changedFieldNames,
@@ -25,6 +24,7 @@ import {
   prepareCredentialData,
   secretFieldNames,
 } from './credential-data.ts';
+import { defaultHosts, destinationAllowed, destinationOf, normalizeHostEntry } from './credential-hosts.ts';
 import {
   type AuditAction,
   type AuditFilter,

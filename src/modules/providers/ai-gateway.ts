@@ -107,7 +107,8 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       headers[name] = await keyOf(request, provider, id);
     }
     return {
-      key: provider.credential_id === null ? undefined : await keyOf(request, provider, provider.credential_id),
+      key:
+        provider.credential_id === null ? undefined : await keyOf(request, provider, provider.credential_id),
       headers,
     };
   }
@@ -156,7 +157,12 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
    * the same: a changed base URL, header or key makes a new one. The key is part of the cache
    * key only through a digest.
    */
-  function languageModel(provider: ProviderConfig, name: string, secrets: ProviderSecrets, workspaceId: string) {
+  function languageModel(
+    provider: ProviderConfig,
+    name: string,
+    secrets: ProviderSecrets,
+    workspaceId: string,
+  ) {
     const cacheKey = `${workspaceId}\n${name}\n${JSON.stringify(provider)}\n${createHash('sha256')
       .update(JSON.stringify(secrets))
       .digest('base64url')}`;

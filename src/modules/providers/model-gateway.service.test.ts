@@ -470,7 +470,10 @@ describe('tools', () => {
     const owner = await configured();
     const api = await protectedApi();
     // The token may go where its test URL points (its default allowed host), and nowhere else.
-    const token = await credential(owner, 'bearer_token_credentials', { token: TOOL_TOKEN, test_url: api.url });
+    const token = await credential(owner, 'bearer_token_credentials', {
+      token: TOOL_TOKEN,
+      test_url: api.url,
+    });
     try {
       openai.reply(
         {

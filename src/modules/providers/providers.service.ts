@@ -21,7 +21,9 @@ export type ProviderInput = Omit<
   ProviderConfig,
   'credential_id' | 'api_key_header' | 'headers' | 'timeout_ms'
 > &
-  Partial<Pick<ProviderConfig, 'credential_id' | 'api_key_header' | 'headers' | 'timeout_ms' | 'secret_headers'>>;
+  Partial<
+    Pick<ProviderConfig, 'credential_id' | 'api_key_header' | 'headers' | 'timeout_ms' | 'secret_headers'>
+  >;
 
 /** A partial update: each key given replaces that key; keys left out keep their values. */
 export interface ProviderSettingsChanges {
@@ -62,7 +64,10 @@ export function maskSecretHeaders<T extends { providers: ProviderConfig[] }>(set
     providers: settings.providers.map((provider) => ({
       ...provider,
       headers: Object.fromEntries(
-        Object.entries(provider.headers).map(([name, value]) => [name, isSecretHeader(name) ? '********' : value]),
+        Object.entries(provider.headers).map(([name, value]) => [
+          name,
+          isSecretHeader(name) ? '********' : value,
+        ]),
       ),
     })),
   };
@@ -162,7 +167,9 @@ export function createProvidersService(deps: ProvidersDependencies) {
       const credential = await deps.credentials.get(caller, id);
       const fields = Object.keys(credential.data ?? {});
       if (KEY_FIELDS.some((key) => fields.includes(key))) return [];
-      return [{ field, message: `credential ${id} has no ${KEY_FIELDS.join(' or ')} field to send as the key` }];
+      return [
+        { field, message: `credential ${id} has no ${KEY_FIELDS.join(' or ')} field to send as the key` },
+      ];
     } catch (error) {
       if (!(error instanceof AppError) || error.status !== 404) throw error;
       return [{ field, message: `credential ${id} does not exist in this workspace` }];

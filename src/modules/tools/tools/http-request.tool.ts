@@ -110,7 +110,9 @@ export default defineTool({
       headers.set(name, value);
     }
     const secrets =
-      input.credential_id === undefined ? [] : await addCredential(input.credential_id, url, headers, context);
+      input.credential_id === undefined
+        ? []
+        : await addCredential(input.credential_id, url, headers, context);
 
     const timeoutMs = context.config.timeout_ms ?? DEFAULT_TIMEOUT_MS;
     const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
