@@ -8,6 +8,7 @@ import {
   sealCredential,
   type WorkspaceKeys,
 } from '../../lib/crypto/envelope.ts';
+import { destinationAllowed, destinationOf, normalizeHostEntry } from '../../lib/net/allowed-hosts.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import {
@@ -24,7 +25,7 @@ import {
   prepareCredentialData,
   secretFieldNames,
 } from './credential-data.ts';
-import { defaultHosts, destinationAllowed, destinationOf, normalizeHostEntry } from './credential-hosts.ts';
+import { defaultHosts } from './credential-hosts.ts';
 import {
   type AuditAction,
   type AuditFilter,
