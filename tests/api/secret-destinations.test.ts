@@ -299,6 +299,7 @@ describe('http_request sends a credential only to its allowed hosts', () => {
       );
     }
     expect(JSON.stringify(run)).not.toContain(TOOL_KEY);
+    expect(t.rawLogs()).not.toContain(TOOL_KEY);
     expect(attacker.received).toEqual([]);
     expect(honest.received).toEqual([]);
 

@@ -126,12 +126,6 @@ function chainedRecord(
 }
 
 /**
- * Rule C3a: whoever cannot read a credential's secrets must not choose where they are sent.
- * Changing a field that decides the connection test's destination (derived from the type's
- * fields and test endpoint) needs an admin, or the secrets supplied again in the same update,
- * so a member can only send a secret they already know.
- */
-/**
  * Rule C3b: the hosts a credential's secrets may be sent to by tools are chosen by admins;
  * a member (who cannot read the secrets) neither sets nor changes them. Returns the
  * canonical entries, or undefined when `hosts` is not being set.
@@ -165,6 +159,12 @@ function allowedHostsInput(
   return [...new Set(entries)];
 }
 
+/**
+ * Rule C3a: whoever cannot read a credential's secrets must not choose where they are sent.
+ * Changing a field that decides the connection test's destination (derived from the type's
+ * fields and test endpoint) needs an admin, or the secrets supplied again in the same update,
+ * so a member can only send a secret they already know.
+ */
 function refuseSecretRedirect(
   caller: Pick<Caller, 'role'>,
   type: CredentialTypeRow,

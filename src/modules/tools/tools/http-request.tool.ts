@@ -40,7 +40,7 @@ const Input = Type.Object(
       Type.Integer({
         minimum: 1,
         description:
-          'a vault credential this agent may use; the platform adds its authentication headers, which you never see',
+          'a vault credential this agent may use; the platform adds its authentication headers, which you never see, and only for the hosts the credential belongs to',
       }),
     ),
   },
@@ -74,8 +74,9 @@ const Config = Type.Object(
  * (audited as `tool:http_request`) and adds the headers its type authenticates with (the type's
  * test-endpoint headers: `Authorization: Bearer {{token}}`, `X-API-Key: {{api_key}}`, ...). The
  * model never sees the values, and any echo of them in the response is replaced by
- * `[redacted]`. The outbound address guard applies, redirects are not followed, and the body
- * handed back is cut at `MAX_RESPONSE_BYTES`.
+ * `[redacted]`. The vault hands a credential out only for a host among its `allowed_hosts`
+ * (rule C3b, docs/vault.md). The outbound address guard applies, redirects are not followed,
+ * and the body handed back is cut at `MAX_RESPONSE_BYTES`.
  */
 export default defineTool({
   name: 'http_request',
