@@ -99,7 +99,6 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
   }
 
   return {
-    /** Creates the agent and its `agent.created` activity event in one transaction. */
     /**
      * Creates the agent and its `agent.created` activity event in one transaction; credentials
      * bound into its tools need an admin and are recorded in the audit trail.
