@@ -160,6 +160,8 @@ export async function createServices(config: Config, database: Database, options
     removeFromWorkflows: (tx, workspaceId, agentId) => workflows.removeAgent(tx, workspaceId, agentId),
     activity: { record: activity.record },
     checkTools: tools.checkRefs,
+    boundCredentials: tools.boundCredentials,
+    audit,
   });
   const workflows = createWorkflowsService(db, {
     agents: { lockExisting: agents.lockExisting },

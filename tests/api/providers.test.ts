@@ -189,7 +189,7 @@ describe('provider settings', () => {
       'body.providers.8.credential_id': 'is required: the Anthropic API needs a key',
       'body.providers.8.api_key_header': 'applies to openai_compatible providers only',
       'body.providers.9.headers.Authorization':
-        'carries a key or is set by the client: put the key in a vault credential',
+        'carries a secret: store it in a vault credential and name that credential in secret_headers',
       'body.default_model.provider': 'names provider "nowhere", which is not configured',
       'body.fallback.0.provider': 'names provider "elsewhere", which is not configured',
       'body.fallback.2': 'repeats local/echo',

@@ -159,6 +159,11 @@ export const credentials = pgTable(
     environment: varchar('environment', { length: 50 }).notNull().default('production'),
     description: text('description'),
     tags: jsonb('tags').$type<string[]>().notNull().default([]),
+    /**
+     * Where tools may send the secrets (`host[:port]`, `*.domain`), set by admins only; null
+     * means the host of the type's test endpoint (docs/vault.md, rule C3b).
+     */
+    allowed_hosts: jsonb('allowed_hosts').$type<string[]>(),
     is_active: boolean('is_active').notNull().default(true),
     expires_at: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
     last_tested: timestamp('last_tested', { withTimezone: true, mode: 'date' }),

@@ -69,8 +69,19 @@ export const ProviderConfigSchema = Type.Object(
       {
         maxProperties: 20,
         description:
-          'extra request headers, stored and shown in clear: never a secret (authorization-like names are refused)',
+          'extra request headers, stored and shown in clear: never a secret (names like Authorization, X-API-Key or *-Token are refused: use secret_headers)',
       },
+    ),
+    secret_headers: Type.Optional(
+      Type.Record(
+        Type.String({ pattern: '^[A-Za-z0-9-]{1,100}$' }),
+        Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
+        {
+          maxProperties: 10,
+          description:
+            'headers whose values are secrets, each a vault credential id: the credential’s api_key (or token) is read per call and sent only to base_url',
+        },
+      ),
     ),
     timeout_ms: Type.Integer({
       minimum: 100,

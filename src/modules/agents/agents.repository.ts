@@ -60,8 +60,10 @@ export function createAgentsRepository(db: Db) {
       return row;
     },
 
-    async find(workspaceId: string, id: string): Promise<AgentRow | undefined> {
-      const [row] = await db.select().from(agents).where(byId(workspaceId, id));
+    /** One agent; `lock` takes its row lock until the transaction ends (read, compare, write). */
+    async find(workspaceId: string, id: string, lock = false): Promise<AgentRow | undefined> {
+      const query = db.select().from(agents).where(byId(workspaceId, id));
+      const [row] = lock ? await query.for('update') : await query;
       return row;
     },
 

@@ -59,6 +59,7 @@ function wire(
     removeFromWorkflows,
     activity: { record },
     checkTools: () => [],
+    boundCredentials: () => new Map(),
   });
   const workflows = createWorkflowsService(db.database.db, {
     activity: { record },

@@ -1,7 +1,8 @@
-import type { Caller } from '../../caller.ts';
+import { type Caller, hasRole } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { type FieldError, invalidFields, notFound } from '../../errors.ts';
+import { AppError, type FieldError, invalidFields, notFound } from '../../errors.ts';
 import type { ActivityService } from '../activity/activity.service.ts';
+import type { AuditRecorder, RecordedBy } from '../audit/audit.service.ts';
 import { agentCreated } from './agents.events.ts';
 import {
   type AgentChanges,
@@ -31,7 +32,17 @@ export interface AgentsDependencies {
    * as field errors under `field`; wired to `ToolsService.checkRefs`.
    */
   checkTools(tools: NonNullable<AgentChanges['tools']>, field: string): FieldError[];
+  /** The vault credentials the tools are configured with, per tool; wired to `ToolsService.boundCredentials`. */
+  boundCredentials(tools: NonNullable<AgentChanges['tools']>): Map<string, number[]>;
+  /** The workspace audit trail: `agent.credentials_changed` when an agent's credential references change. */
+  audit?: AuditRecorder;
 }
+
+/** Who saves an agent: the role decides whether vault credentials may be bound into its tools. */
+type Saver = Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'> & Partial<Pick<Caller, 'role'>> & RecordedBy;
+
+/** Credential references per tool, as the audit trail records them (`{http_request: [12]}`). */
+type Bound = Record<string, number[]>;
 
 /** Agents: the configured LLM workers that workflows are made of. */
 export function createAgentsService(db: Db, deps: AgentsDependencies) {
@@ -43,10 +54,59 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
     if (errors.length > 0) throw invalidFields(errors);
   };
 
+  const boundOf = (tools: AgentChanges['tools']): Bound =>
+    Object.fromEntries(deps.boundCredentials(tools ?? []));
+
+  /**
+   * Rule C3b: putting a vault credential into an agent's tools decides where its secrets may
+   * go, so only admins (and owners) do it. A member may save an agent whose credentials stay
+   * as they were, or drop some; adding one, or one to another tool, is refused naming the field.
+   */
+  function refuseCredentialBinding(caller: Saver, tools: AgentChanges['tools'], before: Bound): void {
+    if (caller.role !== undefined && hasRole(caller.role, 'admin')) return;
+    const errors = (tools ?? []).flatMap((ref, index) => {
+      const added = (deps.boundCredentials([ref]).get(ref.name) ?? []).filter(
+        (id) => !(before[ref.name] ?? []).includes(id),
+      );
+      return added.length === 0
+        ? []
+        : [
+            {
+              field: `body.tools.${index}.config.credentials`,
+              message: `binds credential ${added.join(', ')}: only admins and owners put vault credentials into an agent`,
+            },
+          ];
+    });
+    if (errors.length > 0) {
+      throw new AppError(
+        403,
+        'insufficient_role',
+        `putting a vault credential into an agent needs the admin role or higher; you are ${caller.role ?? 'no member'}`,
+        errors,
+      );
+    }
+  }
+
+  /** Records a change of the agent's credential references in the workspace audit trail. */
+  async function auditBinding(tx: Db, caller: Saver, agentId: string, before: Bound, after: Bound) {
+    if (JSON.stringify(before) === JSON.stringify(after)) return;
+    await deps.audit?.record(tx, caller.workspaceId, caller, {
+      action: 'agent.credentials_changed',
+      targetType: 'agent',
+      targetId: agentId,
+      changes: { tool_credentials: { old: before, new: after } },
+    });
+  }
+
   return {
-    /** Creates the agent and its `agent.created` activity event in one transaction. */
-    async create(caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>, input: CreateAgentInput) {
+    /**
+     * Creates the agent and its `agent.created` activity event in one transaction; credentials
+     * bound into its tools need an admin and are recorded in the audit trail.
+     */
+    async create(caller: Saver, input: CreateAgentInput) {
       checkTools(input.tools);
+      const bound = boundOf(input.tools);
+      refuseCredentialBinding(caller, input.tools, {});
       return inTransaction(db, async (tx) => {
         const agent = await createAgentsRepository(tx).insert({
           ...input,
@@ -54,6 +114,7 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
           created_by: caller.userId,
         });
         await deps.activity.record(tx, agentCreated(agent));
+        await auditBinding(tx, caller, agent.id, {}, bound);
         return agent;
       });
     },
@@ -80,15 +141,26 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
       return repo.list(caller.workspaceId, filter);
     },
 
-    async update(
-      caller: Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'>,
-      id: string,
-      changes: AgentChanges,
-    ) {
+    /**
+     * Partial update. New tools are compared with the stored ones under the agent's row lock:
+     * a credential added to a tool needs an admin, and any change of the credential references
+     * is recorded in the audit trail in the same transaction.
+     */
+    async update(caller: Saver, id: string, changes: AgentChanges) {
       checkTools(changes.tools);
-      const agent = await repo.update(caller.workspaceId, id, changes);
-      if (!agent) throw notFound('agent', id);
-      return agent;
+      return inTransaction(db, async (tx) => {
+        const agents = createAgentsRepository(tx);
+        if (changes.tools) {
+          const stored = await agents.find(caller.workspaceId, id, true);
+          if (!stored) throw notFound('agent', id);
+          const before = boundOf(stored.tools);
+          refuseCredentialBinding(caller, changes.tools, before);
+          await auditBinding(tx, caller, id, before, boundOf(changes.tools));
+        }
+        const agent = await agents.update(caller.workspaceId, id, changes);
+        if (!agent) throw notFound('agent', id);
+        return agent;
+      });
     },
 
     /**

@@ -104,6 +104,7 @@ export function createChatService(deps: ChatDependencies) {
         .stream({
           workspaceId: caller.workspaceId,
           userId: caller.userId,
+          usedBy: { conversationId, ...(agent ? { agentId: agent.id } : {}) },
           model: policy?.model ?? agent?.model ?? null,
           ...(system ? { system } : {}),
           messages: [...(policy?.messages ?? []), ...memory, { role: 'user', content: input.message }],

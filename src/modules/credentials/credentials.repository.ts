@@ -240,7 +240,11 @@ export function createCredentialsRepository(db: Db) {
      */
     lockCredentials(ids: number[]) {
       return db
-        .select({ credential: credentials, fields: credentialTypes.schema_definition })
+        .select({
+          credential: credentials,
+          fields: credentialTypes.schema_definition,
+          endpoint: credentialTypes.test_endpoint,
+        })
         .from(credentials)
         .innerJoin(credentialTypes, eq(credentialTypes.id, credentials.credential_type_id))
         .where(inArray(credentials.id, ids))

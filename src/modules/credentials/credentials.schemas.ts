@@ -53,6 +53,13 @@ const CredentialTags = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), 
   maxItems: 50,
   uniqueItems: true,
 });
+const AllowedHosts = Nullable(
+  Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+    maxItems: 50,
+    description:
+      'admins only: the hosts tools may send this credential to (`api.example.com`, `*.example.com`, `host:8443`; without a port, https on 443); null: the host of the type’s test endpoint',
+  }),
+);
 const CredentialDataSchema = Type.Record(Type.String({ maxLength: 64 }), Type.Unknown(), {
   description: 'values keyed by the type’s field names',
 });
@@ -66,6 +73,12 @@ const credentialFields = {
   environment: Type.String(),
   description: Nullable(Type.String()),
   tags: Type.Array(Type.String()),
+  allowed_hosts: Nullable(
+    Type.Array(Type.String(), {
+      description:
+        'where tools may send the secrets (host[:port], *.domain; no port: https on 443); null: the host of the type’s test endpoint',
+    }),
+  ),
   is_active: Type.Boolean(),
   is_expired: Type.Boolean(),
   expires_at: Nullable(Timestamp()),
@@ -102,6 +115,7 @@ export const CreateCredentialBody = Type.Object(
     description: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))),
     tags: Type.Optional(CredentialTags),
     expires_at: Type.Optional(Nullable(DateTime())),
+    allowed_hosts: Type.Optional(AllowedHosts),
   },
   { additionalProperties: false },
 );
@@ -115,6 +129,7 @@ export const UpdateCredentialBody = Type.Object(
     tags: Type.Optional(CredentialTags),
     is_active: Type.Optional(Type.Boolean()),
     expires_at: Type.Optional(Nullable(DateTime())),
+    allowed_hosts: Type.Optional(AllowedHosts),
   },
   { additionalProperties: false },
 );

@@ -1,6 +1,6 @@
 import { type Caller, hasRole } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { AppError, conflict, forbidden, invalidFields, notFound } from '../../errors.ts';
+import { AppError, conflict, type FieldError, forbidden, invalidFields, notFound } from '../../errors.ts';
 import {
   chainHash,
   EnvelopeError,
@@ -8,6 +8,7 @@ import {
   sealCredential,
   type WorkspaceKeys,
 } from '../../lib/crypto/envelope.ts';
+import { destinationAllowed, destinationOf, normalizeHostEntry } from '../../lib/net/allowed-hosts.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import {
@@ -24,6 +25,7 @@ import {
   prepareCredentialData,
   secretFieldNames,
 } from './credential-data.ts';
+import { defaultHosts } from './credential-hosts.ts';
 import {
   type AuditAction,
   type AuditFilter,
@@ -64,6 +66,21 @@ export interface AccessRequest {
   serviceName: string;
   userId?: string;
   ipAddress?: string;
+  /**
+   * Where the decrypted values will be sent: recorded as `destination_host`. With
+   * `allowedOnly` (tools), the access is refused (`access_denied`, 403
+   * `destination_not_allowed`) unless the credential's allowed hosts include it (rule C3b).
+   */
+  destination?: { url: URL; allowedOnly: boolean };
+  /** The work the access is for, recorded with it: the agent, and the run or chat conversation. */
+  usedBy?: AccessPurpose;
+}
+
+/** What a decrypted access is for, as its audit record names it. */
+export interface AccessPurpose {
+  agentId?: string;
+  runId?: string;
+  conversationId?: string;
 }
 
 /** Decrypted accesses written per transaction, and transactions under way at once. */
@@ -106,6 +123,40 @@ function chainedRecord(
     metadata: row.metadata,
     created_at: row.created_at,
   };
+}
+
+/**
+ * Rule C3b: the hosts a credential's secrets may be sent to by tools are chosen by admins;
+ * a member (who cannot read the secrets) neither sets nor changes them. Returns the
+ * canonical entries, or undefined when `hosts` is not being set.
+ */
+function allowedHostsInput(
+  caller: Partial<Pick<Caller, 'role'>>,
+  hosts: string[] | null | undefined,
+): string[] | null | undefined {
+  if (hosts === undefined) return undefined;
+  if (caller.role === undefined || !hasRole(caller.role, 'admin')) {
+    throw new AppError(
+      403,
+      'insufficient_role',
+      `only admins choose where a credential's secrets may be sent; you are ${caller.role ?? 'no member'}`,
+      [{ field: 'body.allowed_hosts', message: 'needs the admin role or higher' }],
+    );
+  }
+  if (hosts === null) return null;
+  const errors: FieldError[] = [];
+  const entries = hosts.map((host, index) => {
+    const entry = normalizeHostEntry(host);
+    if (entry === undefined) {
+      errors.push({
+        field: `body.allowed_hosts.${index}`,
+        message: 'must be a host name or IP address, optionally *. before a domain and :port after',
+      });
+    }
+    return entry ?? '';
+  });
+  if (errors.length > 0) throw invalidFields(errors);
+  return [...new Set(entries)];
 }
 
 /**
@@ -281,6 +332,14 @@ export function createCredentialsService(deps: CredentialsDependencies) {
             });
             continue;
           }
+          const destination = request.destination ? destinationOf(request.destination.url) : undefined;
+          const context = {
+            service_name: request.serviceName,
+            ...(request.usedBy?.agentId ? { agent_id: request.usedBy.agentId } : {}),
+            ...(request.usedBy?.runId ? { run_id: request.usedBy.runId } : {}),
+            ...(request.usedBy?.conversationId ? { conversation_id: request.usedBy.conversationId } : {}),
+            ...(destination ? { destination_host: destination } : {}),
+          };
           const audit = (action: AuditAction, metadata: Record<string, unknown>) => {
             const record = chainedRecord({
               credential_id: id,
@@ -288,7 +347,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
               action,
               user_id: request.userId ?? null,
               ip_address: request.ipAddress ?? null,
-              metadata: { service_name: request.serviceName, ...metadata },
+              metadata: { ...context, ...metadata },
               created_at: clock(),
             });
             const prevHash = heads.get(id) ?? '';
@@ -313,6 +372,21 @@ export function createCredentialsService(deps: CredentialsDependencies) {
             });
             continue;
           }
+          /** Rule C3b: true (and the refusal recorded) when the destination is not among `allowed`. */
+          const refusedDestination = (allowed: string[] | null) => {
+            if (!destination || !request.destination?.allowedOnly || allowed === null) return false;
+            if (destinationAllowed(destination, allowed)) return false;
+            audit('access_denied', { reason: 'destination_not_allowed' });
+            outcomes.set(pending, {
+              error: forbidden(
+                'destination_not_allowed',
+                `credential ${id} may not be sent to ${destination}: an admin adds that host to the credential's allowed_hosts`,
+              ),
+            });
+            return true;
+          };
+          // An admin's explicit list is checked before the blob is even opened.
+          if (refusedDestination(row.allowed_hosts)) continue;
           let data: CredentialData;
           try {
             data = openCredential<CredentialData>(
@@ -326,6 +400,12 @@ export function createCredentialsService(deps: CredentialsDependencies) {
             outcomes.set(pending, { error: encryptionKeyError() });
             continue;
           }
+          // Without an explicit list, the default comes from the (non-secret) test endpoint fields.
+          if (
+            row.allowed_hosts === null &&
+            refusedDestination(defaultHosts(entry.endpoint, data, new Set(secretFieldNames(entry.fields))))
+          )
+            continue;
           const fields = request.fields ?? Object.keys(data);
           audit('accessed', { fields_accessed: fields });
           outcomes.set(pending, {
@@ -415,7 +495,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     /** Rule C1. */
     async create(
-      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+      caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'> & Partial<Pick<Caller, 'role'>>,
       input: {
         name: string;
         credential_type_id: number;
@@ -424,8 +504,11 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         description?: string | null;
         tags?: string[];
         expires_at?: string | null;
+        /** Where tools may send the secrets; admins only; absent or null: the test endpoint's host. */
+        allowed_hosts?: string[] | null;
       },
     ) {
+      const allowedHosts = allowedHostsInput(caller, input.allowed_hosts);
       const type = await repo.findType(caller.workspaceId, input.credential_type_id);
       if (!type?.is_active) {
         throw invalidFields([
@@ -449,6 +532,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
             environment,
             description: input.description ?? null,
             tags: input.tags ?? [],
+            allowed_hosts: allowedHosts ?? null,
             expires_at: input.expires_at ? new Date(input.expires_at) : null,
             created_by: caller.userId,
           });
@@ -458,7 +542,11 @@ export function createCredentialsService(deps: CredentialsDependencies) {
             action: 'created',
             userId: caller.userId,
             ipAddress: caller.ipAddress,
-            metadata: { credential_type: type.name, environment },
+            metadata: {
+              credential_type: type.name,
+              environment,
+              ...(allowedHosts ? { allowed_hosts: allowedHosts } : {}),
+            },
           });
           return created;
         });
@@ -510,8 +598,11 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         tags?: string[];
         is_active?: boolean;
         expires_at?: string | null;
+        /** Admins only (rule C3b); null returns to the test endpoint's host. */
+        allowed_hosts?: string[] | null;
       },
     ) {
+      const allowedHosts = allowedHostsInput(caller, input.allowed_hosts);
       const workspaceKeys = await keysOf(caller.workspaceId);
       // The name and environment the credential would end with, for the duplicate message.
       let target = { name: input.name ?? '', environment: input.environment ?? '' };
@@ -524,7 +615,14 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           const changes: Partial<CredentialRow> = {};
           const audited: Record<string, { old: unknown; new: unknown }> = {};
           const track = <
-            K extends 'name' | 'description' | 'tags' | 'is_active' | 'expires_at' | 'environment',
+            K extends
+              | 'name'
+              | 'description'
+              | 'tags'
+              | 'is_active'
+              | 'expires_at'
+              | 'environment'
+              | 'allowed_hosts',
           >(
             key: K,
             value: CredentialRow[K] | undefined,
@@ -546,6 +644,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           track('tags', input.tags);
           track('is_active', input.is_active);
           track('environment', input.environment);
+          track('allowed_hosts', allowedHosts);
           track(
             'expires_at',
             input.expires_at === undefined

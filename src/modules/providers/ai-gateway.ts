@@ -17,7 +17,7 @@ import { LruCache } from '../../lib/lru-cache.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { AddressRefusedError, createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import type { ComponentHealth } from '../../lifecycle.ts';
-import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { AccessPurpose, CredentialsService } from '../credentials/credentials.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import type { ToolsService } from '../tools/tools.service.ts';
 import { estimateTokens, LOCAL_PROVIDER, type LocalKnowledge, streamLocalTurn } from './local-provider.ts';
@@ -41,6 +41,12 @@ const MODEL_CACHE_SIZE = 500;
 
 type Settings = Awaited<ReturnType<typeof settingsOf>>;
 type ProviderConfig = Settings['providers'][number];
+
+/** What a provider call sends from the vault: its key and its secret headers' values. */
+interface ProviderSecrets {
+  key: string | undefined;
+  headers: Record<string, string>;
+}
 type ModelRef = { provider: string; name: string };
 type Fallback = Extract<ModelEvent, { type: 'finish' }>['fallbacks'][number];
 
@@ -87,20 +93,43 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
   let cachedHealth: { at: number; value: Promise<ComponentHealth> } | undefined;
   const models = new LruCache<string, ReturnType<typeof buildLanguageModel>>(MODEL_CACHE_SIZE);
 
-  /** The provider's key from the vault: `api_key`, else `token`; undefined for keyless servers. */
-  async function keyOf(
-    request: { workspaceId: string; userId?: string },
+  /**
+   * What a call to the provider sends from the vault, read per attempt: the key (undefined for
+   * keyless servers) and the values of its `secret_headers`. Every read is an audited access
+   * naming the base URL's host and the agent, run or conversation.
+   */
+  async function secretsOf(
+    request: { workspaceId: string; userId?: string; usedBy?: AccessPurpose },
     provider: ProviderConfig,
-  ): Promise<string | undefined> {
-    if (provider.credential_id === null) return undefined;
+  ): Promise<ProviderSecrets> {
+    const headers: Record<string, string> = {};
+    for (const [name, id] of Object.entries(provider.secret_headers ?? {})) {
+      headers[name] = await keyOf(request, provider, id);
+    }
+    return {
+      key:
+        provider.credential_id === null ? undefined : await keyOf(request, provider, provider.credential_id),
+      headers,
+    };
+  }
+
+  /** A key from the vault: the credential's `api_key`, else its `token`. */
+  async function keyOf(
+    request: { workspaceId: string; userId?: string; usedBy?: AccessPurpose },
+    provider: ProviderConfig,
+    credentialId: number,
+  ): Promise<string> {
     for (const field of KEY_FIELDS) {
       try {
         const data = await deps.credentials.access({
           workspaceId: request.workspaceId,
-          id: provider.credential_id,
+          id: credentialId,
           fields: [field],
           serviceName: 'llm',
           userId: request.userId,
+          // The admin who set the base URL approved it (docs/providers.md): recorded, not checked.
+          destination: { url: new URL(provider.base_url), allowedOnly: false },
+          ...(request.usedBy ? { usedBy: request.usedBy } : {}),
         });
         const value = data[field];
         if (typeof value === 'string' && value !== '') return value;
@@ -108,7 +137,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
         // A field the credential's type lacks is refused before any audit record: try the next.
         if (error instanceof AppError && error.code === 'validation_failed') continue;
         if (error instanceof AppError) {
-          throw new AttemptFailure(`credential ${provider.credential_id}: ${error.message}`, {
+          throw new AttemptFailure(`credential ${credentialId}: ${error.message}`, {
             timeout: false,
             afterOutput: false,
           });
@@ -116,7 +145,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
         throw error;
       }
     }
-    throw new AttemptFailure(`credential ${provider.credential_id} holds no ${KEY_FIELDS.join(' or ')}`, {
+    throw new AttemptFailure(`credential ${credentialId} holds no ${KEY_FIELDS.join(' or ')}`, {
       timeout: false,
       afterOutput: false,
     });
@@ -131,15 +160,15 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
   function languageModel(
     provider: ProviderConfig,
     name: string,
-    key: string | undefined,
+    secrets: ProviderSecrets,
     workspaceId: string,
   ) {
-    const cacheKey = `${workspaceId}\n${name}\n${JSON.stringify(provider)}\n${
-      key === undefined ? '' : createHash('sha256').update(key).digest('base64url')
-    }`;
+    const cacheKey = `${workspaceId}\n${name}\n${JSON.stringify(provider)}\n${createHash('sha256')
+      .update(JSON.stringify(secrets))
+      .digest('base64url')}`;
     const cached = models.get(cacheKey);
     if (cached) return cached;
-    const model = buildLanguageModel(provider, name, key, workspaceId);
+    const model = buildLanguageModel(provider, name, secrets, workspaceId);
     models.set(cacheKey, model, Number.POSITIVE_INFINITY);
     return model;
   }
@@ -147,7 +176,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
   function buildLanguageModel(
     provider: ProviderConfig,
     name: string,
-    key: string | undefined,
+    { key, headers }: ProviderSecrets,
     workspaceId: string,
   ) {
     const fetch = createGuardedFetch(() => deps.addressPolicy(workspaceId));
@@ -155,7 +184,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       return createAnthropic({
         baseURL: provider.base_url,
         apiKey: key,
-        headers: provider.headers,
+        headers: { ...provider.headers, ...headers },
         fetch,
       }).messages(name);
     }
@@ -164,7 +193,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       name: provider.id,
       baseURL: provider.base_url,
       ...(key !== undefined && !provider.api_key_header ? { apiKey: key } : {}),
-      headers: { ...provider.headers, ...keyHeaders },
+      headers: { ...provider.headers, ...headers, ...keyHeaders },
       fetch,
       includeUsage: true,
     }).chatModel(name);
@@ -187,7 +216,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     let timedOut = false;
     let pendingTools = 0;
     let output = false;
-    let key: string | undefined;
+    let secrets: ProviderSecrets | undefined;
     // The provider must show progress within timeout_ms: before its first output, and between
     // outputs after it. The clock stops while a tool runs (tools have their own timeouts).
     const arm = () => {
@@ -199,14 +228,14 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       }, provider.timeout_ms);
     };
     const failure = (message: string, timeout = false) =>
-      new AttemptFailure(scrub(message, key), { timeout, afterOutput: output });
+      new AttemptFailure(scrub(message, secrets), { timeout, afterOutput: output });
     try {
       arm();
-      key = await keyOf(request, provider);
+      secrets = await secretsOf(request, provider);
       let text = '';
       let usage: { inputTokens?: number; outputTokens?: number } | undefined;
       const result = streamText({
-        model: languageModel(provider, ref.name, key, request.workspaceId) as LanguageModel,
+        model: languageModel(provider, ref.name, secrets, request.workspaceId) as LanguageModel,
         ...(request.system ? { instructions: request.system } : {}),
         messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
         ...(tools ? { tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
@@ -294,7 +323,11 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     const settings = await settingsOf(deps.settings, request.workspaceId);
     // Bound first, so an agent naming an unknown tool is a 400 whichever provider answers.
     const bound = request.tools?.length
-      ? deps.tools.bind(request.tools, { workspaceId: request.workspaceId, userId: request.userId })
+      ? deps.tools.bind(request.tools, {
+          workspaceId: request.workspaceId,
+          userId: request.userId,
+          ...(request.usedBy ? { usedBy: request.usedBy } : {}),
+        })
       : [];
     const tools: ToolSet | undefined =
       bound.length > 0
@@ -400,16 +433,17 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       timedOut = true;
       controller.abort(new Error('provider timeout'));
     }, provider.timeout_ms);
-    let key: string | undefined;
+    let secrets: ProviderSecrets | undefined;
     try {
-      key = await keyOf(request, provider);
+      secrets = await secretsOf(request, provider);
+      const { key } = secrets;
       const keyHeaders =
         key !== undefined && provider.api_key_header ? { [provider.api_key_header]: key } : {};
       const model = createOpenAICompatible({
         name: provider.id,
         baseURL: provider.base_url,
         ...(key !== undefined && !provider.api_key_header ? { apiKey: key } : {}),
-        headers: { ...provider.headers, ...keyHeaders },
+        headers: { ...provider.headers, ...secrets.headers, ...keyHeaders },
         fetch: createGuardedFetch(() => deps.addressPolicy(request.workspaceId)),
       }).embeddingModel(request.model);
       const { embeddings } = await embedMany({
@@ -433,7 +467,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
         throw new AppError(504, 'provider_timeout', `${where}: no answer within ${provider.timeout_ms} ms`);
       }
       const message = error instanceof AttemptFailure ? error.message : describeError(error);
-      throw new AppError(502, 'provider_error', `${where}: ${scrub(message, key)}`);
+      throw new AppError(502, 'provider_error', `${where}: ${scrub(message, secrets)}`);
     } finally {
       clearTimeout(timer);
       request.signal?.removeEventListener('abort', onAbort);
@@ -574,6 +608,10 @@ function describeError(error: unknown): string {
 const truncate = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);
 
 /** Never lets a key into a message that reaches clients, steps or logs. */
-function scrub(message: string, key: string | undefined): string {
-  return key && key.length >= 4 ? message.split(key).join('[redacted]') : message;
+function scrub(message: string, secrets: ProviderSecrets | undefined): string {
+  const values = [secrets?.key, ...Object.values(secrets?.headers ?? {})];
+  return values.reduce<string>(
+    (text, value) => (value && value.length >= 4 ? text.split(value).join('[redacted]') : text),
+    message,
+  );
 }

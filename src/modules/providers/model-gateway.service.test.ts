@@ -468,8 +468,12 @@ describe('tools', () => {
 
   it('round-trips an http_request call with the credential injected by reference and never shown', async () => {
     const owner = await configured();
-    const token = await credential(owner, 'bearer_token_credentials', { token: TOOL_TOKEN });
     const api = await protectedApi();
+    // The token may go where its test URL points (its default allowed host), and nowhere else.
+    const token = await credential(owner, 'bearer_token_credentials', {
+      token: TOOL_TOKEN,
+      test_url: api.url,
+    });
     try {
       openai.reply(
         {

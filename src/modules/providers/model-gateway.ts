@@ -2,6 +2,7 @@ import type { ModelRef, ToolRef } from '../../db/schema/agents.ts';
 import type { Citation, Usage } from '../../db/schema/chat.ts';
 import type { AppliedPrice } from '../../db/schema/settings.ts';
 import type { Component } from '../../lifecycle.ts';
+import type { AccessPurpose } from '../credentials/credentials.service.ts';
 
 /** One message of the conversation a model sees. */
 export interface ModelMessage {
@@ -15,6 +16,8 @@ export interface ModelRequest {
   workspaceId: string;
   /** Who the work is for (vault access is audited in their name). */
   userId: string;
+  /** The agent and the run or conversation of the turn: vault access records name them. */
+  usedBy?: AccessPurpose;
   /** The agent's model; null or absent means the workspace's default model. */
   model?: ModelRef | null;
   system?: string;

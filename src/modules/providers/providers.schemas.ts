@@ -2,7 +2,8 @@ import { Type } from 'typebox';
 import { ModelRefSchema } from '../../db/schema/agents.ts';
 import { ModelPriceSchema, ProviderConfigSchema, ProviderSettingsSchema } from '../../db/schema/settings.ts';
 
-const { credential_id, api_key_header, headers, timeout_ms, ...required } = ProviderConfigSchema.properties;
+const { credential_id, api_key_header, headers, timeout_ms, secret_headers, ...required } =
+  ProviderConfigSchema.properties;
 
 /** A provider as a client sends it: credential, key header, headers and timeout may be left out. */
 const ProviderInput = Type.Object(
@@ -12,6 +13,7 @@ const ProviderInput = Type.Object(
     api_key_header: Type.Optional(api_key_header),
     headers: Type.Optional(headers),
     timeout_ms: Type.Optional(timeout_ms),
+    secret_headers,
   },
   { additionalProperties: false },
 );
@@ -26,6 +28,13 @@ export const UpdateProviderSettingsBody = Type.Object(
     default_model: Type.Optional(Type.Union([ModelRefSchema, Type.Null()])),
     prices: Type.Optional(Type.Array(ModelPriceSchema, { maxItems: 200 })),
     fallback: Type.Optional(Type.Array(ModelRefSchema, { maxItems: 10 })),
+    confirm_hosts: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+        maxItems: 20,
+        description:
+          'destinations (host[:port]) an admin confirms stored keys may now be sent to: needed when a provider that sends vault credentials moves its base_url to another host (409 confirmation_required otherwise)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

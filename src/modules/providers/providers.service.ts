@@ -2,6 +2,7 @@ import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, type FieldError, invalidFields } from '../../errors.ts';
 import { type AddressPolicy, vetHost } from '../../lib/net/address-guard.ts';
+import { destinationOf, normalizeHostEntry } from '../../lib/net/allowed-hosts.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
 import type { SettingsActivity, SettingsService } from '../settings/settings.service.ts';
@@ -20,7 +21,9 @@ export type ProviderInput = Omit<
   ProviderConfig,
   'credential_id' | 'api_key_header' | 'headers' | 'timeout_ms'
 > &
-  Partial<Pick<ProviderConfig, 'credential_id' | 'api_key_header' | 'headers' | 'timeout_ms'>>;
+  Partial<
+    Pick<ProviderConfig, 'credential_id' | 'api_key_header' | 'headers' | 'timeout_ms' | 'secret_headers'>
+  >;
 
 /** A partial update: each key given replaces that key; keys left out keep their values. */
 export interface ProviderSettingsChanges {
@@ -28,6 +31,11 @@ export interface ProviderSettingsChanges {
   default_model?: ModelRef | null;
   prices?: Stored['prices'];
   fallback?: ModelRef[];
+  /**
+   * The destinations (`host[:port]`) the admin confirms a stored key may now go to: required
+   * for every provider whose base URL moves to another host while it sends vault credentials.
+   */
+  confirm_hosts?: string[];
 }
 
 /** How long a provider may take to its first output unless its setting says otherwise. */
@@ -36,8 +44,40 @@ export const DEFAULT_PROVIDER_TIMEOUT_MS = 60_000;
 /** Headers the HTTP client sets itself: neither extra headers nor the key's header. */
 const CLIENT_HEADERS = new Set(['host', 'content-length', 'cookie', 'proxy-authorization']);
 
-/** Headers that carry keys: they belong in a vault credential, never in clear settings. */
-const SECRET_HEADERS = new Set([...CLIENT_HEADERS, 'authorization', 'x-api-key', 'api-key']);
+/**
+ * Header names that carry secrets (`Authorization`, `X-API-Key`, `api-key`, `X-Auth-Token`,
+ * `Ocp-Apim-Subscription-Key`, `X-Client-Secret`, ...): their values belong in the vault
+ * (`secret_headers`), never in clear settings that viewers read and the audit trail records.
+ */
+const SECRET_HEADER_NAME = /key|token|secret|auth|passw|cookie|session|signature|credential/i;
+
+/** True when a header's name says its value is a secret. */
+export const isSecretHeader = (name: string): boolean => SECRET_HEADER_NAME.test(name);
+
+/**
+ * The settings with the value of every secret-named clear header replaced by `********`: a
+ * header stored before such names were refused is never answered nor audited in clear.
+ */
+export function maskSecretHeaders<T extends { providers: ProviderConfig[] }>(settings: T): T {
+  return {
+    ...settings,
+    providers: settings.providers.map((provider) => ({
+      ...provider,
+      headers: Object.fromEntries(
+        Object.entries(provider.headers).map(([name, value]) => [
+          name,
+          isSecretHeader(name) ? '********' : value,
+        ]),
+      ),
+    })),
+  };
+}
+
+/** The vault credentials a provider sends: its key and its secret headers' values. */
+const credentialsOf = (provider: ProviderConfig): number[] => [
+  ...(provider.credential_id === null ? [] : [provider.credential_id]),
+  ...Object.values(provider.secret_headers ?? {}),
+];
 
 /** Credential fields that hold a provider's key, in the order they are looked for. */
 export const KEY_FIELDS = ['api_key', 'token'] as const;
@@ -80,9 +120,25 @@ export function createProvidersService(deps: ProvidersDependencies) {
     if (provider.id === LOCAL_PROVIDER.provider) fail('id', 'is reserved for the built-in local provider');
     errors.push(...(await checkBaseUrl(provider.base_url, `${field}.base_url`, policy)));
     const keyHeader = provider.api_key_header?.toLowerCase();
+    const secretHeaders = Object.keys(provider.secret_headers ?? {}).map((name) => name.toLowerCase());
     for (const name of Object.keys(provider.headers)) {
-      if (SECRET_HEADERS.has(name.toLowerCase()) || name.toLowerCase() === keyHeader) {
-        fail(`headers.${name}`, 'carries a key or is set by the client: put the key in a vault credential');
+      const lower = name.toLowerCase();
+      if (CLIENT_HEADERS.has(lower)) fail(`headers.${name}`, 'is a header the HTTP client sets itself');
+      else if (isSecretHeader(name) || lower === keyHeader || secretHeaders.includes(lower)) {
+        fail(
+          `headers.${name}`,
+          'carries a secret: store it in a vault credential and name that credential in secret_headers',
+        );
+      }
+    }
+    for (const [name, id] of Object.entries(provider.secret_headers ?? {})) {
+      const lower = name.toLowerCase();
+      if (CLIENT_HEADERS.has(lower) || lower === keyHeader) {
+        fail(`secret_headers.${name}`, 'is a header the HTTP client or the key sets itself');
+      } else if (secretHeaders.indexOf(lower) !== secretHeaders.lastIndexOf(lower)) {
+        fail(`secret_headers.${name}`, 'repeats a header name');
+      } else {
+        errors.push(...(await checkKeyCredential(caller, id, `${field}.secret_headers.${name}`)));
       }
     }
     if (keyHeader !== undefined) {
@@ -97,20 +153,54 @@ export function createProvidersService(deps: ProvidersDependencies) {
       if (provider.kind === 'anthropic') fail('credential_id', 'is required: the Anthropic API needs a key');
       return errors;
     }
+    errors.push(...(await checkKeyCredential(caller, provider.credential_id, `${field}.credential_id`)));
+    return errors;
+  }
+
+  /** A credential of the workspace with a key field (checked without decrypting a secret). */
+  async function checkKeyCredential(
+    caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>,
+    id: number,
+    field: string,
+  ): Promise<FieldError[]> {
     try {
-      const credential = await deps.credentials.get(caller, provider.credential_id);
+      const credential = await deps.credentials.get(caller, id);
       const fields = Object.keys(credential.data ?? {});
-      if (!KEY_FIELDS.some((key) => fields.includes(key))) {
-        fail(
-          'credential_id',
-          `credential ${provider.credential_id} has no ${KEY_FIELDS.join(' or ')} field to send as the key`,
-        );
-      }
+      if (KEY_FIELDS.some((key) => fields.includes(key))) return [];
+      return [
+        { field, message: `credential ${id} has no ${KEY_FIELDS.join(' or ')} field to send as the key` },
+      ];
     } catch (error) {
       if (!(error instanceof AppError) || error.status !== 404) throw error;
-      fail('credential_id', `credential ${provider.credential_id} does not exist in this workspace`);
+      return [{ field, message: `credential ${id} does not exist in this workspace` }];
     }
-    return errors;
+  }
+
+  /**
+   * Rule C3b for providers: a provider that sends vault credentials and whose base URL moves
+   * to another destination needs that destination in `confirm_hosts`, so an admin re-confirms
+   * where the stored keys will go, as the vault does when a test endpoint moves.
+   */
+  function unconfirmedMoves(
+    current: ProviderConfig[],
+    next: ProviderConfig[],
+    confirmed: string[] | undefined,
+  ): FieldError[] {
+    const hosts = new Set((confirmed ?? []).map((host) => normalizeHostEntry(host) ?? host));
+    const before = new Map(current.map((provider) => [provider.id, provider]));
+    return next.flatMap((provider, index) => {
+      const old = before.get(provider.id);
+      const ids = credentialsOf(provider);
+      if (!old || ids.length === 0) return [];
+      const [from, to] = [destinationOf(new URL(old.base_url)), destinationOf(new URL(provider.base_url))];
+      if (from === to || hosts.has(to)) return [];
+      return [
+        {
+          field: `body.providers.${index}.base_url`,
+          message: `moves where credential ${ids.join(', ')} is sent from ${from} to ${to}: add "${to}" to confirm_hosts to confirm`,
+        },
+      ];
+    });
   }
 
   /** Model references must name a configured provider, or `local`. */
@@ -135,7 +225,8 @@ export function createProvidersService(deps: ProvidersDependencies) {
 
   return {
     /** The workspace's provider settings; keys are vault references, so nothing here is secret. */
-    get: (caller: Pick<Caller, 'workspaceId'>) => getStored(deps.settings, caller.workspaceId),
+    get: async (caller: Pick<Caller, 'workspaceId'>) =>
+      maskSecretHeaders(await getStored(deps.settings, caller.workspaceId)),
 
     /**
      * Replaces the keys given (admins; the route checks the role), validated together with the
@@ -209,6 +300,17 @@ export function createProvidersService(deps: ProvidersDependencies) {
         });
       }
       if (errors.length > 0) throw invalidFields(errors);
+      if (normalized.providers) {
+        const moves = unconfirmedMoves(current.providers, normalized.providers, changes.confirm_hosts);
+        if (moves.length > 0) {
+          throw new AppError(
+            409,
+            'confirmation_required',
+            `a stored key would be sent to a new host: ${moves.map((move) => move.message).join('; ')}`,
+            moves,
+          );
+        }
+      }
 
       return inTransaction(deps.db, async (tx) => {
         const before = await deps.settings.get(caller.workspaceId, 'providers', tx);
@@ -230,9 +332,9 @@ export function createProvidersService(deps: ProvidersDependencies) {
           action: 'providers.updated',
           targetType: 'settings',
           targetId: 'providers',
-          changes: changesBetween(before, saved),
+          changes: changesBetween(maskSecretHeaders(before), maskSecretHeaders(saved)),
         });
-        return saved;
+        return maskSecretHeaders(saved);
       });
     },
   };

@@ -421,6 +421,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
       const request: ModelRequest = {
         workspaceId: run.workspace_id,
         userId: run.created_by ?? 'system',
+        usedBy: { runId: run.id, ...(agent ? { agentId: agent.id } : {}) },
         model: policy?.model ?? agent?.model ?? null,
         system: kind === 'merge' ? MERGE_SYSTEM : (policy?.system ?? systemPrompt(agent as AgentRow)),
         messages: [...(policy?.messages ?? []), { role: 'user', content: prompt }],

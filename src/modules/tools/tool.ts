@@ -1,7 +1,7 @@
 import type { Static, TObject } from 'typebox';
 import type { FetchFunction } from '../../lib/net/guarded-fetch.ts';
 import type { CodegraphService } from '../codegraph/codegraph.service.ts';
-import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { AccessPurpose, CredentialsService } from '../credentials/credentials.service.ts';
 import type { SearchInput, SearchResponse } from '../retrieval/retrieval.service.ts';
 
 /**
@@ -23,6 +23,8 @@ export interface ToolContext<Config> {
   workspaceId: string;
   /** The user the work is for: vault accesses are audited in their name. */
   userId: string;
+  /** The agent and the run or chat conversation the call is part of, named in vault access records. */
+  usedBy: AccessPurpose;
   /** Aborted when the turn is aborted (client disconnect, run cancel or timeout). */
   signal: AbortSignal;
   /** The agent's configuration of this tool (`ToolRef.config`), validated against `config`. */

@@ -211,7 +211,8 @@ describe('knowledge_search', () => {
 
 describe('http_request', () => {
   it('sends an API-key credential as its type does and redacts every echo of it', async () => {
-    const key = await credential('api_key_credentials', { api_key: SECRET });
+    // Its test URL's host is where the key may go (the default allowed host).
+    const key = await credential('api_key_credentials', { api_key: SECRET, test_url: `${base}/echo` });
     const result = (await httpRequest({ credentials: [key.id] })({
       method: 'GET',
       url: `${base}/echo`,
@@ -230,7 +231,11 @@ describe('http_request', () => {
   });
 
   it('sends basic auth from the derived hidden field', async () => {
-    const basic = await credential('basic_auth_credentials', { username: 'ann', password: SECRET });
+    const basic = await credential('basic_auth_credentials', {
+      username: 'ann',
+      password: SECRET,
+      test_url: `${base}/`,
+    });
     await httpRequest({ credentials: [basic.id] })({
       method: 'GET',
       url: `${base}/echo`,

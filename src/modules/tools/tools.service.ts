@@ -4,7 +4,7 @@ import { type FieldError, invalidFields } from '../../errors.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import type { CodegraphService } from '../codegraph/codegraph.service.ts';
-import type { CredentialsService } from '../credentials/credentials.service.ts';
+import type { AccessPurpose, CredentialsService } from '../credentials/credentials.service.ts';
 import type { RetrievalService } from '../retrieval/retrieval.service.ts';
 import { type ToolDefinition, ToolError } from './tool.ts';
 
@@ -105,6 +105,21 @@ export function createToolsService(deps: ToolsDependencies) {
   return {
     checkRefs,
 
+    /**
+     * The vault credentials an agent's tools are configured with, per tool name: the ids a
+     * tool's `config.credentials` lists (the one config key by which a tool names credentials).
+     * Binding one is an admin's act (docs/vault.md, rule C3b), so agents compare these.
+     */
+    boundCredentials: (refs: ToolRef[]): Map<string, number[]> =>
+      new Map(
+        refs.flatMap((ref) => {
+          const ids = ref.config?.credentials;
+          if (!Array.isArray(ids)) return [];
+          const numbers = ids.filter((id): id is number => typeof id === 'number');
+          return numbers.length > 0 ? [[ref.name, numbers] as const] : [];
+        }),
+      ),
+
     /** Every tool, with its argument and config schemas (for clients building agent forms). */
     list: (): ToolInfo[] =>
       [...byName.values()].map((definition) => ({
@@ -119,13 +134,17 @@ export function createToolsService(deps: ToolsDependencies) {
      * configs that no longer fit are a 400 naming `tools.<n>`: an agent saved before a tool was
      * removed says so instead of silently losing the tool.
      */
-    bind(refs: ToolRef[], scope: { workspaceId: string; userId: string }): BoundTool[] {
+    bind(
+      refs: ToolRef[],
+      scope: { workspaceId: string; userId: string; usedBy?: AccessPurpose },
+    ): BoundTool[] {
       const errors = checkRefs(refs, 'tools');
       if (errors.length > 0) throw invalidFields(errors);
       const fetch = createGuardedFetch(() => deps.addressPolicy(scope.workspaceId));
+      const caller = { workspaceId: scope.workspaceId, userId: scope.userId };
       const knowledge = {
         search: (input: Parameters<RetrievalService['search']>[1], signal: AbortSignal) =>
-          deps.knowledge.search(scope, input, signal),
+          deps.knowledge.search(caller, input, signal),
       };
       return refs.map((ref) => {
         const definition = byName.get(ref.name) as ToolDefinition;
@@ -141,6 +160,7 @@ export function createToolsService(deps: ToolsDependencies) {
               return await definition.execute(input as never, {
                 workspaceId: scope.workspaceId,
                 userId: scope.userId,
+                usedBy: scope.usedBy ?? {},
                 signal,
                 config: (ref.config ?? {}) as never,
                 services: { credentials: deps.credentials, fetch, knowledge, codegraph: deps.codegraph },

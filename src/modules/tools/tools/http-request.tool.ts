@@ -40,7 +40,7 @@ const Input = Type.Object(
       Type.Integer({
         minimum: 1,
         description:
-          'a vault credential this agent may use; the platform adds its authentication headers, which you never see',
+          'a vault credential this agent may use; the platform adds its authentication headers, which you never see, and only for the hosts the credential belongs to',
       }),
     ),
   },
@@ -74,8 +74,9 @@ const Config = Type.Object(
  * (audited as `tool:http_request`) and adds the headers its type authenticates with (the type's
  * test-endpoint headers: `Authorization: Bearer {{token}}`, `X-API-Key: {{api_key}}`, ...). The
  * model never sees the values, and any echo of them in the response is replaced by
- * `[redacted]`. The outbound address guard applies, redirects are not followed, and the body
- * handed back is cut at `MAX_RESPONSE_BYTES`.
+ * `[redacted]`. The vault hands a credential out only for a host among its `allowed_hosts`
+ * (rule C3b, docs/vault.md). The outbound address guard applies, redirects are not followed,
+ * and the body handed back is cut at `MAX_RESPONSE_BYTES`.
  */
 export default defineTool({
   name: 'http_request',
@@ -110,7 +111,9 @@ export default defineTool({
       headers.set(name, value);
     }
     const secrets =
-      input.credential_id === undefined ? [] : await addCredential(input.credential_id, headers, context);
+      input.credential_id === undefined
+        ? []
+        : await addCredential(input.credential_id, url, headers, context);
 
     const timeoutMs = context.config.timeout_ms ?? DEFAULT_TIMEOUT_MS;
     const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
@@ -155,10 +158,14 @@ function hostMatches(host: string, pattern: string): boolean {
 
 /**
  * Adds the credential's authentication headers, as its type's test endpoint sends them (OAuth
- * tokens as a bearer), and returns the secret values that must never reach the model.
+ * tokens as a bearer), and returns the secret values that must never reach the model. The vault
+ * hands them out only for a URL whose host is among the credential's allowed hosts (rule C3b),
+ * so neither the model nor whoever configured the agent can send them anywhere else; the access
+ * record names the agent, the run or conversation and the destination.
  */
 async function addCredential(
   id: number,
+  url: URL,
   headers: Headers,
   context: ToolContext<{ credentials?: number[] }>,
 ): Promise<string[]> {
@@ -190,6 +197,8 @@ async function addCredential(
       fields,
       serviceName: 'tool:http_request',
       userId: context.userId,
+      destination: { url, allowedOnly: true },
+      usedBy: context.usedBy,
     });
     const secrets: string[] = [];
     for (const [name, template] of Object.entries(templates)) {

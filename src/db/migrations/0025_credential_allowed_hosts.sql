@@ -1,0 +1,1 @@
+ALTER TABLE "credentials" ADD COLUMN "allowed_hosts" jsonb;
