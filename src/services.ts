@@ -8,7 +8,6 @@ import { createRedisEventHub } from './events/redis-event-hub.ts';
 import { createBullmqQueue } from './jobs/bullmq-queue.ts';
 import { bindJob, type RegisteredJob } from './jobs/job.ts';
 import { createLocalQueue } from './jobs/local-queue.ts';
-import type { AddressPolicy } from './lib/net/address-guard.ts';
 import { createGuardedFetch } from './lib/net/guarded-fetch.ts';
 import { createRedisConnection } from './lib/redis/redis-connection.ts';
 import type { Component } from './lifecycle.ts';
@@ -129,14 +128,13 @@ export async function createServices(config: Config, database: Database, options
     settings,
     keys: vaultKeys,
     audit,
-    testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
+    testConnection,
+    outbound: config.outbound,
   });
-  // Outbound requests to addresses users chose (LLM base URLs, the http_request tool) follow the
-  // vault's policy: the workspace's refuse_private_networks, and VAULT_ALLOW_LOOPBACK in development.
-  const addressPolicy = async (workspaceId: string): Promise<AddressPolicy> => ({
-    refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
-    allowLoopback: config.vaultAllowLoopback,
-  });
+  // Every outbound request to an address a user chose (connection tests, LLM and embedding base
+  // URLs, URL sources, the http_request tool) follows one policy: the operator's OUTBOUND_*
+  // settings, which a workspace's refuse_private_networks may only narrow.
+  const addressPolicy = credentials.addressPolicy;
   const codegraph = createCodegraphService({
     db,
     activity: { record: activity.record },

@@ -1,6 +1,6 @@
 import { type Caller, hasRole } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { AppError, conflict, forbidden, invalidFields, notFound } from '../../errors.ts';
+import { AppError, conflict, forbidden, invalid, invalidFields, notFound } from '../../errors.ts';
 import {
   chainHash,
   EnvelopeError,
@@ -8,6 +8,11 @@ import {
   sealCredential,
   type WorkspaceKeys,
 } from '../../lib/crypto/envelope.ts';
+import {
+  type AddressPolicy,
+  type PlatformAddressPolicy,
+  workspaceAddressPolicy,
+} from '../../lib/net/address-guard.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import {
@@ -76,10 +81,18 @@ export interface CredentialsDependencies {
   settings: Pick<SettingsService, 'get' | 'update'>;
   keys: VaultKeys;
   testConnection: (request: ConnectionTestRequest) => Promise<ConnectionTestResult>;
+  /**
+   * The operator's outbound policy (`OUTBOUND_*`), which a workspace's `refuse_private_networks`
+   * may only narrow. Absent, the strictest: private networks refused, no exceptions.
+   */
+  outbound?: PlatformAddressPolicy;
   clock?: () => Date;
   /** The workspace audit trail: `settings.updated` for the vault's settings. */
   audit?: AuditRecorder;
 }
+
+/** Without an operator's word, outbound requests reach public addresses only. */
+const STRICTEST: PlatformAddressPolicy = { allowPrivateNetworks: false, allowed: [] };
 
 const credentialNotFound = (id: number | string) => notFound('credential', id);
 const encryptionKeyError = () =>
@@ -208,6 +221,11 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
   /** The vault's switches for a workspace (namespace `credentials` of the settings module). */
   const settingsOf = (workspaceId: string) => deps.settings.get(workspaceId, 'credentials');
+  const outbound = deps.outbound ?? STRICTEST;
+
+  /** Where a workspace's outbound requests may go: the platform's policy, narrowed by the workspace. */
+  const addressPolicy = async (workspaceId: string): Promise<AddressPolicy> =>
+    workspaceAddressPolicy(outbound, (await settingsOf(workspaceId)).refuse_private_networks);
 
   function present(
     row: Omit<CredentialRow, 'encrypted_data'> & { encrypted_data?: string },
@@ -633,7 +651,6 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         userId: caller.userId,
         ipAddress: caller.ipAddress,
       });
-      const settings = await settingsOf(caller.workspaceId);
       const endpoint = type.test_endpoint;
       const result = await deps.testConnection({
         kind: endpoint?.kind ?? 'none',
@@ -643,7 +660,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           endpoint?.kind === 'http' && endpoint.url
             ? { url: endpoint.url, headers: endpoint.headers, expected_status: endpoint.expected_status }
             : undefined,
-        refusePrivateNetworks: settings.refuse_private_networks,
+        policy: await addressPolicy(caller.workspaceId),
       });
       const status = result.passed ? ('passed' as const) : ('failed' as const);
       const workspaceKeys = await keysOf(caller.workspaceId);
@@ -720,12 +737,25 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     getSettings: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>) =>
       settingsOf(caller.workspaceId),
 
-    /** Stores the vault's settings and records the change in the workspace audit trail, in one transaction. */
-    updateSettings: (
+    addressPolicy,
+
+    /**
+     * Stores the vault's settings and records the change in the workspace audit trail, in one
+     * transaction. `refuse_private_networks: false` is refused while the platform refuses
+     * private networks: a workspace may narrow the operator's policy, never widen it, and a
+     * setting that would be silently ignored must not look accepted.
+     */
+    updateSettings: async (
       caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'> & RecordedBy,
       changes: Partial<Awaited<ReturnType<typeof settingsOf>>>,
-    ) =>
-      inTransaction(db, async (tx) => {
+    ) => {
+      if (changes.refuse_private_networks === false && !outbound.allowPrivateNetworks) {
+        throw invalid(
+          'body.refuse_private_networks',
+          'cannot be false: this platform refuses private networks (its operator decides, with OUTBOUND_ALLOW_PRIVATE_NETWORKS)',
+        );
+      }
+      return inTransaction(db, async (tx) => {
         const before = await deps.settings.get(caller.workspaceId, 'credentials', tx);
         const saved = await deps.settings.update(caller.workspaceId, 'credentials', changes, tx);
         await deps.audit?.record(tx, caller.workspaceId, caller, {
@@ -735,7 +765,8 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           changes: changesBetween(before, saved),
         });
         return saved;
-      }),
+      });
+    },
 
     /**
      * The workspace's credential audit records in a time range, oldest first, after the last
