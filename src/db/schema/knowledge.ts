@@ -48,8 +48,15 @@ export const DirectorySettingsSchema = Type.Object(
 );
 export type DirectorySettings = Static<typeof DirectorySettingsSchema>;
 
-/** A host name (`docs.example.com`) or every subdomain of one (`*.example.com`). */
-export const HostPattern = Type.String({ pattern: '^(\\*\\.)?[A-Za-z0-9.-]{1,253}$', maxLength: 255 });
+/**
+ * A host of `allow_hosts`: a name or IPv4 address (`*.` for subdomains), or an IPv6 literal in
+ * brackets as a URL spells it (`[2001:db8::1]`), which is what the default allow-list copies
+ * from a URL on an IPv6 address.
+ */
+export const HostPattern = Type.String({
+  pattern: '^((\\*\\.)?[A-Za-z0-9.-]{1,253}|\\[[0-9A-Fa-f:.]{2,45}\\])$',
+  maxLength: 255,
+});
 
 /** A URL source's pages and the hosts it may reach (redirects included). */
 export const UrlSettingsSchema = Type.Object(
