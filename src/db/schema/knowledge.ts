@@ -18,7 +18,7 @@ import { workspaces } from './workspaces.ts';
 
 /**
  * Where a source's documents come from: uploaded through the API, read from a folder under the
- * operator's `SOURCES_ROOT`, or fetched from web addresses.
+ * tenant's subtree of the operator's `SOURCES_ROOT`, or fetched from web addresses.
  */
 export const SOURCE_KINDS = ['upload', 'directory', 'url'] as const;
 export const SourceKindSchema = StringEnum(SOURCE_KINDS);
@@ -33,7 +33,8 @@ export const DirectorySettingsSchema = Type.Object(
     path: Type.String({
       minLength: 1,
       maxLength: 1024,
-      description: 'a folder relative to the server’s SOURCES_ROOT; `.` is the root itself',
+      description:
+        'a folder relative to the tenant’s folder on the server (SOURCES_ROOT/<tenant id>); `.` is that folder itself',
     }),
     include: Type.Array(Glob, {
       maxItems: 50,

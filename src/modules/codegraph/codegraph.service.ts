@@ -69,7 +69,7 @@ export interface IndexOutcome {
 const PARSE_SLICE_MS = 20;
 
 /**
- * The code graph: index a project from a directory under `SOURCES_ROOT` or an uploaded
+ * The code graph: index a project from a directory under the tenant's `SOURCES_ROOT` subtree or an uploaded
  * archive, and search its symbols with their callers and callees.
  *
  * An index writes a new generation of the project's graph beside the one searches read, then

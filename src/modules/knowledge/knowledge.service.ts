@@ -258,7 +258,7 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
 
     /**
      * Creates a source after checking its kind's settings (a directory must exist under
-     * SOURCES_ROOT; URLs must be http(s) and allowed) and its embedding settings. A directory
+     * the tenant's SOURCES_ROOT subtree; URLs must be http(s) and allowed) and its embedding settings. A directory
      * or URL source starts its first sync at once.
      */
     async createSource(caller: Who, input: CreateSourceInput): Promise<SourceWithCount> {
