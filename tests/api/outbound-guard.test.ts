@@ -95,10 +95,10 @@ describe('the platform policy', () => {
 describe('every outbound path, with refusal stored off in the workspace', () => {
   beforeAll(async () => {
     // A workspace that opted out before the platform policy existed keeps its stored `false`;
-    // it must gain nothing from it.
+    // it must gain nothing from it, and its settings answer what takes effect.
     await t.services.settings.update(owner.workspaceId, 'credentials', { refuse_private_networks: false });
     expect((await t.call(owner, 'GET', '/api/credentials/settings')).json().refuse_private_networks).toBe(
-      false,
+      true,
     );
   });
   afterAll(() => {

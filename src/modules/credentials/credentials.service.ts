@@ -223,6 +223,16 @@ export function createCredentialsService(deps: CredentialsDependencies) {
   const settingsOf = (workspaceId: string) => deps.settings.get(workspaceId, 'credentials');
   const outbound = deps.outbound ?? STRICTEST;
 
+  /**
+   * The settings as they take effect: `refuse_private_networks` answers true wherever the
+   * platform refuses private networks, even if the workspace stored `false` before the platform
+   * policy existed, so nobody reads an opt-out that does nothing.
+   */
+  const effective = <S extends { refuse_private_networks: boolean }>(settings: S): S => ({
+    ...settings,
+    refuse_private_networks: settings.refuse_private_networks || !outbound.allowPrivateNetworks,
+  });
+
   /** Where a workspace's outbound requests may go: the platform's policy, narrowed by the workspace. */
   const addressPolicy = async (workspaceId: string): Promise<AddressPolicy> =>
     workspaceAddressPolicy(outbound, (await settingsOf(workspaceId)).refuse_private_networks);
@@ -734,8 +744,9 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     // Settings.
 
-    getSettings: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>) =>
-      settingsOf(caller.workspaceId),
+    /** The vault's settings as they take effect (see `effective`). */
+    getSettings: async (caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>) =>
+      effective(await settingsOf(caller.workspaceId)),
 
     addressPolicy,
 
@@ -764,7 +775,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           targetId: 'credentials',
           changes: changesBetween(before, saved),
         });
-        return saved;
+        return effective(saved);
       });
     },
 
