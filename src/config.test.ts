@@ -52,12 +52,29 @@ describe('loadConfig', () => {
     expect(config.database).toMatchObject({ kind: 'postgres', host: 'db', port: 5432, database: 'app' });
   });
 
-  it('admits loopback for connection tests in development only, when asked', () => {
-    expect(loadConfig({}).vaultAllowLoopback).toBe(false);
-    expect(loadConfig({ VAULT_ALLOW_LOOPBACK: 'true' }).vaultAllowLoopback).toBe(true);
+  it('refuses private networks unless the operator opens them, with listed exceptions', () => {
+    expect(loadConfig({}).outbound).toEqual({ allowPrivateNetworks: false, allowed: [] });
+    expect(loadConfig({ OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'TRUE' }).outbound.allowPrivateNetworks).toBe(true);
+    const listed = loadConfig({ OUTBOUND_ALLOWED_CIDRS: ' 10.1.2.3 , fd00:1::/64,127.0.0.1/32' }).outbound;
+    expect(listed.allowed.map((range) => range.cidr)).toEqual(['10.1.2.3/32', 'fd00:1::/64', '127.0.0.1/32']);
+    expect(problems({ OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'yes' })).toEqual([
+      'OUTBOUND_ALLOW_PRIVATE_NETWORKS must be true or false',
+    ]);
+    expect(problems({ OUTBOUND_ALLOWED_CIDRS: '10.0.0.0/33,example.com,1.2.3.4/8/9' })).toEqual([
+      'OUTBOUND_ALLOWED_CIDRS: "10.0.0.0/33" is not an address or an address/prefix',
+      'OUTBOUND_ALLOWED_CIDRS: "example.com" is not an address or an address/prefix',
+      'OUTBOUND_ALLOWED_CIDRS: "1.2.3.4/8/9" is not an address or an address/prefix',
+    ]);
+  });
+
+  it('keeps the deprecated VAULT_ALLOW_LOOPBACK: loopback allowed, in development only', () => {
+    expect(loadConfig({ VAULT_ALLOW_LOOPBACK: 'true' }).outbound).toMatchObject({
+      allowPrivateNetworks: false,
+      allowed: [{ cidr: '127.0.0.0/8' }, { cidr: '::1/128' }],
+    });
     expect(problems({ VAULT_ALLOW_LOOPBACK: 'yes' })).toEqual(['VAULT_ALLOW_LOOPBACK must be true or false']);
     expect(problems({ NODE_ENV: 'production', VAULT_ALLOW_LOOPBACK: 'true' })).toContain(
-      'VAULT_ALLOW_LOOPBACK=true is for development only; it is refused in production',
+      'VAULT_ALLOW_LOOPBACK=true is for development only; it is refused in production (use OUTBOUND_ALLOWED_CIDRS)',
     );
   });
 

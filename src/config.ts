@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { isMasterKey } from './lib/crypto/envelope.ts';
+import { type CidrRange, type PlatformAddressPolicy, parseCidr } from './lib/net/address-guard.ts';
 
 /** Where the service keeps its data: a PostgreSQL server, or PGlite embedded in `DATA_DIR`. */
 export type DatabaseConfig =
@@ -78,10 +79,12 @@ export interface Config {
   /** Operators: users who may see platform-wide state such as master key status. */
   platformAdmins: string[];
   /**
-   * Development only: connection tests may reach loopback even where a workspace refuses
-   * private networks (the default), so a developer can test against local services.
+   * The operator's outbound address policy, for every request to an address a user chose:
+   * `OUTBOUND_ALLOW_PRIVATE_NETWORKS` (private networks reachable at all; a workspace may still
+   * refuse them) and `OUTBOUND_ALLOWED_CIDRS` (ranges always reachable, such as an internal model
+   * gateway). The deprecated `VAULT_ALLOW_LOOPBACK=true` (development only) adds loopback to them.
    */
-  vaultAllowLoopback: boolean;
+  outbound: PlatformAddressPolicy;
   /**
    * `SOURCES_ROOT`: the one server-side folder under which directory sources and code graph
    * directories may be read (absolute, resolved); absent means no directory may be read.
@@ -196,14 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     .map((user) => user.trim())
     .filter((user) => user !== '');
 
-  const allowLoopbackText = env.VAULT_ALLOW_LOOPBACK?.trim().toLowerCase() || 'false';
-  if (!['true', 'false'].includes(allowLoopbackText)) {
-    problems.push('VAULT_ALLOW_LOOPBACK must be true or false');
-  }
-  const vaultAllowLoopback = allowLoopbackText === 'true';
-  if (vaultAllowLoopback && production) {
-    problems.push('VAULT_ALLOW_LOOPBACK=true is for development only; it is refused in production');
-  }
+  const outbound = readOutbound(env, production, problems);
 
   const { redis, runMode, queue } = readJobs(env, database, problems, int);
   const sourcesRootText = env.SOURCES_ROOT?.trim() || undefined;
@@ -241,7 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKey,
     encryptionKeysPrevious,
     platformAdmins,
-    vaultAllowLoopback,
+    outbound,
     ...(sourcesRoot ? { sourcesRoot } : {}),
     ...(embeddingModelsDir ? { embeddingModelsDir } : {}),
     ...(env.METRICS_TOKEN?.trim() ? { metricsToken: env.METRICS_TOKEN.trim() } : {}),
@@ -252,6 +248,46 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runMode,
     queue,
   };
+}
+
+/** `true` or `false` (any case), the fallback when unset; a problem otherwise. */
+function readBoolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems: string[]): boolean {
+  const text = env[name]?.trim().toLowerCase() || String(fallback);
+  if (!['true', 'false'].includes(text)) problems.push(`${name} must be true or false`);
+  return text === 'true';
+}
+
+/** Loopback, which the deprecated `VAULT_ALLOW_LOOPBACK=true` adds to the allowed ranges. */
+const LOOPBACK_CIDRS = ['127.0.0.0/8', '::1/128'];
+
+/**
+ * The platform's outbound address policy. Private networks are refused unless the operator
+ * says otherwise: tenants of a shared service must not reach the operator's network, so no
+ * workspace setting can open it (docs/outbound.md).
+ */
+function readOutbound(
+  env: NodeJS.ProcessEnv,
+  production: boolean,
+  problems: string[],
+): PlatformAddressPolicy {
+  const allowPrivateNetworks = readBoolean(env, 'OUTBOUND_ALLOW_PRIVATE_NETWORKS', false, problems);
+  const vaultAllowLoopback = readBoolean(env, 'VAULT_ALLOW_LOOPBACK', false, problems);
+  if (vaultAllowLoopback && production) {
+    problems.push(
+      'VAULT_ALLOW_LOOPBACK=true is for development only; it is refused in production (use OUTBOUND_ALLOWED_CIDRS)',
+    );
+  }
+  const listed = (env.OUTBOUND_ALLOWED_CIDRS ?? '')
+    .split(',')
+    .map((cidr) => cidr.trim())
+    .filter((cidr) => cidr !== '');
+  const allowed: CidrRange[] = [];
+  for (const cidr of [...listed, ...(vaultAllowLoopback ? LOOPBACK_CIDRS : [])]) {
+    const parsed = parseCidr(cidr);
+    if (parsed) allowed.push(parsed);
+    else problems.push(`OUTBOUND_ALLOWED_CIDRS: "${cidr}" is not an address or an address/prefix`);
+  }
+  return { allowPrivateNetworks, allowed };
 }
 
 /**

@@ -8,7 +8,7 @@ import { createRedisEventHub } from './events/redis-event-hub.ts';
 import { createBullmqQueue } from './jobs/bullmq-queue.ts';
 import { bindJob, type RegisteredJob } from './jobs/job.ts';
 import { createLocalQueue } from './jobs/local-queue.ts';
-import type { AddressPolicy } from './lib/net/address-guard.ts';
+import { tenantSourcesRoot } from './lib/fs/within-root.ts';
 import { createGuardedFetch } from './lib/net/guarded-fetch.ts';
 import { createRedisConnection } from './lib/redis/redis-connection.ts';
 import type { Component } from './lifecycle.ts';
@@ -129,19 +129,29 @@ export async function createServices(config: Config, database: Database, options
     settings,
     keys: vaultKeys,
     audit,
-    testConnection: (request) => testConnection({ ...request, allowLoopback: config.vaultAllowLoopback }),
+    testConnection,
+    outbound: config.outbound,
   });
-  // Outbound requests to addresses users chose (LLM base URLs, the http_request tool) follow the
-  // vault's policy: the workspace's refuse_private_networks, and VAULT_ALLOW_LOOPBACK in development.
-  const addressPolicy = async (workspaceId: string): Promise<AddressPolicy> => ({
-    refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
-    allowLoopback: config.vaultAllowLoopback,
-  });
+  // Every outbound request to an address a user chose (connection tests, LLM and embedding base
+  // URLs, URL sources, the http_request tool) follows one policy: the operator's OUTBOUND_*
+  // settings, which a workspace's refuse_private_networks may only narrow.
+  const addressPolicy = credentials.addressPolicy;
+  const workspaces = createWorkspacesService(db, undefined, audit, eventHub);
+  // Server-side folders (directory sources, code graph directories): each tenant reads only its
+  // own subtree, SOURCES_ROOT/<tenant id>, which the operator provisions.
+  const { sourcesRoot } = config;
+  const sourcesRootOf = sourcesRoot
+    ? async (workspaceId: string) => {
+        const tenantId = await workspaces.tenantOf(workspaceId);
+        if (!tenantId) throw new Error(`workspace ${workspaceId} has no tenant`);
+        return tenantSourcesRoot(sourcesRoot, tenantId);
+      }
+    : undefined;
   const codegraph = createCodegraphService({
     db,
     activity: { record: activity.record },
     enqueue: (payload) => queue.enqueue(CODEGRAPH_INDEX, payload, { jobId: indexJobId(payload) }),
-    sourcesRoot: config.sourcesRoot,
+    ...(sourcesRootOf ? { sourcesRootOf } : {}),
     syncMaxBytes: config.codegraphSyncMaxBytes,
     log,
   });
@@ -167,7 +177,6 @@ export async function createServices(config: Config, database: Database, options
     agents: { lockExisting: agents.lockExisting },
     activity: { record: activity.record },
   });
-  const workspaces = createWorkspacesService(db, undefined, audit, eventHub);
   const modelGateway = createModelGateway({
     settings,
     credentials,
@@ -262,7 +271,7 @@ export async function createServices(config: Config, database: Database, options
     db,
     retrieval,
     activity: { record: activity.record },
-    sourcesRoot: config.sourcesRoot,
+    ...(sourcesRootOf ? { sourcesRootOf } : {}),
     enqueueDocument: (id) =>
       queue.enqueue(PROCESS_DOCUMENT, { document_id: id }, { jobId: documentJobId(id) }),
     enqueueRun: (sourceId, runId) =>
@@ -277,7 +286,7 @@ export async function createServices(config: Config, database: Database, options
     db,
     retrieval,
     activity: { record: activity.record },
-    sourcesRoot: config.sourcesRoot,
+    ...(sourcesRootOf ? { sourcesRootOf } : {}),
     maxBytes: config.uploadMaxBytes,
     // URL sources fetch under the same address policy as every user-chosen address.
     fetchFor: (workspaceId) => createGuardedFetch(() => addressPolicy(workspaceId)),

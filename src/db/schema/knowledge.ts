@@ -18,7 +18,7 @@ import { workspaces } from './workspaces.ts';
 
 /**
  * Where a source's documents come from: uploaded through the API, read from a folder under the
- * operator's `SOURCES_ROOT`, or fetched from web addresses.
+ * tenant's subtree of the operator's `SOURCES_ROOT`, or fetched from web addresses.
  */
 export const SOURCE_KINDS = ['upload', 'directory', 'url'] as const;
 export const SourceKindSchema = StringEnum(SOURCE_KINDS);
@@ -33,7 +33,8 @@ export const DirectorySettingsSchema = Type.Object(
     path: Type.String({
       minLength: 1,
       maxLength: 1024,
-      description: 'a folder relative to the server’s SOURCES_ROOT; `.` is the root itself',
+      description:
+        'a folder relative to the tenant’s folder on the server (SOURCES_ROOT/<tenant id>); `.` is that folder itself',
     }),
     include: Type.Array(Glob, {
       maxItems: 50,
@@ -48,8 +49,15 @@ export const DirectorySettingsSchema = Type.Object(
 );
 export type DirectorySettings = Static<typeof DirectorySettingsSchema>;
 
-/** A host name (`docs.example.com`) or every subdomain of one (`*.example.com`). */
-export const HostPattern = Type.String({ pattern: '^(\\*\\.)?[A-Za-z0-9.-]{1,253}$', maxLength: 255 });
+/**
+ * A host of `allow_hosts`: a name or IPv4 address (`*.` for subdomains), or an IPv6 literal in
+ * brackets as a URL spells it (`[2001:db8::1]`), which is what the default allow-list copies
+ * from a URL on an IPv6 address.
+ */
+export const HostPattern = Type.String({
+  pattern: '^((\\*\\.)?[A-Za-z0-9.-]{1,253}|\\[[0-9A-Fa-f:.]{2,45}\\])$',
+  maxLength: 255,
+});
 
 /** A URL source's pages and the hosts it may reach (redirects included). */
 export const UrlSettingsSchema = Type.Object(

@@ -27,7 +27,7 @@ export const CredentialSettingsSchema = Type.Object({
   }),
   refuse_private_networks: Type.Boolean({
     description:
-      'connection tests refuse private and loopback addresses (default on; VAULT_ALLOW_LOOPBACK admits loopback in development)',
+      'outbound requests (connection tests, provider base URLs, URL sources, http_request) refuse private and loopback addresses (default on). It may only narrow the platform policy: false is refused with 400 unless the operator set OUTBOUND_ALLOW_PRIVATE_NETWORKS=true (docs/outbound.md)',
   }),
 });
 

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isInside, PathOutsideRootError, resolveWithinRoot } from './within-root.ts';
+import { isInside, PathOutsideRootError, resolveWithinRoot, tenantSourcesRoot } from './within-root.ts';
 
 describe('resolveWithinRoot', () => {
   let base: string;
@@ -56,10 +56,33 @@ describe('resolveWithinRoot', () => {
     await refused('docs', 'not_a_file', 'file');
   });
 
+  it('says when the root itself is missing (a tenant folder not provisioned), naming no path', async () => {
+    const error = await resolveWithinRoot(path.join(base, 'not-provisioned'), '.', 'directory').catch(
+      (e) => e,
+    );
+    expect(error).toBeInstanceOf(PathOutsideRootError);
+    expect(error.reason).toBe('no_root');
+    expect(error.message).not.toContain(base);
+  });
+
   it('isInside compares whole segments', () => {
     expect(isInside('/a/b', '/a/b')).toBe(true);
     expect(isInside('/a/b', '/a/b/c')).toBe(true);
     expect(isInside('/a/b', '/a/bc')).toBe(false);
     expect(isInside('/a/b', '/a')).toBe(false);
+  });
+});
+
+describe('tenantSourcesRoot', () => {
+  it('is one folder directly below the root, named by the tenant id', () => {
+    const tenant = '0b9a3c1e-5f0d-4c5e-9d47-2f1e8a6b7c90';
+    expect(tenantSourcesRoot('/srv/sources', tenant)).toBe(`/srv/sources/${tenant}`);
+    expect(tenantSourcesRoot('/srv/sources', tenant.toUpperCase())).toBe(`/srv/sources/${tenant}`);
+  });
+
+  it('refuses anything but a UUID, so no id can name a path', () => {
+    for (const id of ['', '..', '../x', 'a/b', '/etc', `${'0'.repeat(8)}-0000-0000-0000-00000000000/`]) {
+      expect(() => tenantSourcesRoot('/srv/sources', id), id).toThrow('a tenant id is a UUID');
+    }
   });
 });

@@ -3,7 +3,7 @@ import path from 'node:path';
 
 /** Why a requested path was refused; the message is safe to show (it names no server path). */
 export class PathOutsideRootError extends Error {
-  readonly reason: 'absolute' | 'outside_root' | 'not_found' | 'not_a_directory' | 'not_a_file';
+  readonly reason: 'absolute' | 'outside_root' | 'no_root' | 'not_found' | 'not_a_directory' | 'not_a_file';
 
   constructor(reason: PathOutsideRootError['reason'], message: string) {
     super(message);
@@ -26,7 +26,15 @@ export async function resolveWithinRoot(
   if (path.isAbsolute(requested) || /^[A-Za-z]:[\\/]/.test(requested)) {
     throw new PathOutsideRootError('absolute', 'the path must be relative to the configured sources root');
   }
-  const realRoot = await fs.realpath(root);
+  let realRoot: string;
+  try {
+    realRoot = await fs.realpath(root);
+  } catch {
+    throw new PathOutsideRootError(
+      'no_root',
+      'no server-side folder has been provisioned for this tenant under the sources root (the operator creates it)',
+    );
+  }
   const candidate = path.resolve(realRoot, requested);
   if (!isInside(realRoot, candidate)) {
     throw new PathOutsideRootError('outside_root', 'the path leads outside the configured sources root');
@@ -52,6 +60,18 @@ export async function resolveWithinRoot(
       throw new PathOutsideRootError('not_a_file', 'the path is not a file');
   }
   return real;
+}
+
+/**
+ * The subtree of `SOURCES_ROOT` one tenant reads: `<root>/<tenant id>`. A tenant is the unit an
+ * operator provisions (its workspaces share its folders); a tenant id is a UUID, so it names
+ * exactly one folder directly below the root, never a path.
+ */
+export function tenantSourcesRoot(root: string, tenantId: string): string {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(tenantId)) {
+    throw new Error('a tenant id is a UUID');
+  }
+  return path.join(root, tenantId.toLowerCase());
 }
 
 /** True when `target` is `root` itself or lies below it (both absolute and normalised). */

@@ -2,34 +2,53 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 
 /** One CIDR range, kept as raw bytes so IPv4 and IPv6 share one matcher. */
-interface Range {
+export interface CidrRange {
   cidr: string;
   bytes: Uint8Array;
   prefix: number;
 }
 
 /**
- * Where an outbound connection to an address a user chose may go: connection tests today,
- * LLM base URLs, URL sources and webhooks next. The caller decides the policy (per workspace).
+ * Where an outbound connection to an address a user chose may go (connection tests, LLM and
+ * embedding base URLs, URL sources, the `http_request` tool). Built per workspace from the
+ * operator's platform policy, which a workspace can only narrow (`workspaceAddressPolicy`).
  */
 export interface AddressPolicy {
   /**
-   * Also refuse loopback, RFC 1918, CGNAT, unique-local and link-local IPv6 ranges. On by default
-   * (a multi-tenant service must not probe its own network for tenants); a workspace admin of a
-   * self-hosted install whose databases live on a private network turns it off.
+   * Refuse private space: loopback, RFC 1918, CGNAT, unique-local, site-local and link-local
+   * IPv6, local-use NAT64, and IPv6 forms that embed such an IPv4 address. Reserved ranges
+   * (documentation, benchmarking, multicast, broadcast, "this network") are refused either way.
    */
   refusePrivateNetworks: boolean;
   /**
-   * Development only (`VAULT_ALLOW_LOOPBACK`): loopback stays reachable while private networks are
-   * refused, so a developer can test against services on their own machine.
+   * The operator's exceptions (`OUTBOUND_ALLOWED_CIDRS`): ranges reachable even though they are
+   * private or reserved, such as the one address of an internal model gateway. Never the cloud
+   * metadata ranges, which no policy admits.
    */
-  allowLoopback?: boolean;
+  allowed?: readonly CidrRange[];
+}
+
+/**
+ * The operator's outbound policy, from the environment: whether private networks may be
+ * reached at all (`OUTBOUND_ALLOW_PRIVATE_NETWORKS`) and the ranges always reachable
+ * (`OUTBOUND_ALLOWED_CIDRS`). Tenants cannot change it.
+ */
+export interface PlatformAddressPolicy {
+  allowPrivateNetworks: boolean;
+  allowed: readonly CidrRange[];
 }
 
 /** Why an address was refused, or that it may be used. */
 export type AddressVerdict =
   | { allowed: true }
-  | { allowed: false; kind: 'metadata' | 'private' | 'invalid'; cidr: string; address: string };
+  | {
+      allowed: false;
+      kind: 'metadata' | 'private' | 'reserved' | 'invalid';
+      cidr: string;
+      address: string;
+      /** The IPv4 address an IPv6 form carries (mapped, NAT64, 6to4, Teredo), when it decided. */
+      embedded?: string;
+    };
 
 /** A host name resolved to one address that passed the policy, or a message saying why not. */
 export type VettedHost =
@@ -89,14 +108,29 @@ function parseAddress(text: string): Uint8Array | undefined {
   return bare.includes(':') ? parseIPv6(bare) : parseIPv4(bare);
 }
 
-function range(cidr: string): Range {
-  const [base = '', length = ''] = cidr.split('/');
+/**
+ * Parses `address/prefix` (or a bare address, a range of one) for the operator's allow-list;
+ * undefined when it is not one. Host bits beyond the prefix are ignored, as routers do.
+ */
+export function parseCidr(text: string): CidrRange | undefined {
+  const [base = '', length, ...rest] = text.trim().split('/');
   const bytes = parseAddress(base);
-  if (!bytes) throw new Error(`bad built-in range ${cidr}`);
-  return { cidr, bytes, prefix: Number(length) };
+  if (!bytes || rest.length > 0) return undefined;
+  const bits = bytes.length * 8;
+  if (length !== undefined && !/^\d{1,3}$/.test(length)) return undefined;
+  const prefix = length === undefined ? bits : Number(length);
+  if (prefix > bits) return undefined;
+  return { cidr: `${base}/${prefix}`, bytes, prefix };
 }
 
-function inRange(bytes: Uint8Array, candidate: Range): boolean {
+/** A range the code itself names (built-in lists, tests); a typo there throws at load. */
+export function cidrRange(cidr: string): CidrRange {
+  const parsed = parseCidr(cidr);
+  if (!parsed) throw new Error(`bad built-in range ${cidr}`);
+  return parsed;
+}
+
+function inRange(bytes: Uint8Array, candidate: CidrRange): boolean {
   if (bytes.length !== candidate.bytes.length) return false;
   let bits = candidate.prefix;
   for (let index = 0; bits > 0; index += 1, bits -= 8) {
@@ -107,62 +141,121 @@ function inRange(bytes: Uint8Array, candidate: Range): boolean {
 }
 
 /** Cloud metadata endpoints live here; reaching them leaks instance credentials, so never allowed. */
-const METADATA_RANGES = [range('169.254.0.0/16'), range('fd00:ec2::254/128')];
+const METADATA_RANGES = [cidrRange('169.254.0.0/16'), cidrRange('fd00:ec2::254/128')];
 
-const LOOPBACK_RANGES = [range('127.0.0.0/8'), range('::1/128')];
-
+/** The operator's own networks: reachable only where the platform and the workspace allow them. */
 const PRIVATE_RANGES = [
-  range('0.0.0.0/8'),
-  range('10.0.0.0/8'),
-  range('100.64.0.0/10'),
-  range('127.0.0.0/8'),
-  range('172.16.0.0/12'),
-  range('192.168.0.0/16'),
-  range('::/128'),
-  range('::1/128'),
-  range('fc00::/7'),
-  range('fe80::/10'),
+  cidrRange('10.0.0.0/8'),
+  cidrRange('100.64.0.0/10'),
+  cidrRange('127.0.0.0/8'),
+  cidrRange('172.16.0.0/12'),
+  cidrRange('192.168.0.0/16'),
+  cidrRange('::1/128'),
+  cidrRange('fc00::/7'),
+  cidrRange('fe80::/10'),
+  cidrRange('fec0::/10'),
+  // Local-use NAT64 (RFC 8215): a translator of the operator's network, to whatever it chooses.
+  cidrRange('64:ff9b:1::/48'),
 ];
 
-const IPV4_MAPPED = range('::ffff:0:0/96');
-const NAT64_WELL_KNOWN = range('64:ff9b::/96');
+/**
+ * Addresses no outbound request has business with (RFC 6890 and its IPv6 siblings): "this
+ * network" (0.0.0.0 and :: reach the local host), protocol assignments, the documentation and
+ * benchmarking ranges, the 6to4 relay anycast, multicast, the old class E and broadcast, and
+ * the deprecated IPv4-compatible IPv6 block. Refused under every policy but the allow-list.
+ */
+const RESERVED_RANGES = [
+  cidrRange('0.0.0.0/8'),
+  cidrRange('192.0.0.0/24'),
+  cidrRange('192.0.2.0/24'),
+  cidrRange('192.88.99.0/24'),
+  cidrRange('198.18.0.0/15'),
+  cidrRange('198.51.100.0/24'),
+  cidrRange('203.0.113.0/24'),
+  cidrRange('224.0.0.0/4'),
+  cidrRange('255.255.255.255/32'),
+  cidrRange('240.0.0.0/4'),
+  cidrRange('::/128'),
+  cidrRange('::/96'),
+  cidrRange('100::/64'),
+  cidrRange('2001:db8::/32'),
+  cidrRange('3fff::/20'),
+  cidrRange('ff00::/8'),
+];
+
+const IPV4_MAPPED = cidrRange('::ffff:0:0/96');
+const NAT64_WELL_KNOWN = cidrRange('64:ff9b::/96');
+const SIX_TO_FOUR = cidrRange('2002::/16');
+const TEREDO = cidrRange('2001::/32');
 
 /**
- * IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) addresses reach the embedded IPv4 host,
- * so they are judged as that host; otherwise ::ffff:169.254.169.254 would slip past the IPv4 rules.
+ * The IPv4 hosts an IPv6 address leads to: mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d)
+ * carry it in the last 32 bits, 6to4 (2002:AABB:CCDD::) in bits 16 to 47, and Teredo
+ * (2001:0:SSSS:SSSS:…:CCCC:CCCC) its server in bits 32 to 63 and its client, inverted, in the
+ * last 32. Each is judged like the IPv4 address itself, or ::ffff:127.0.0.1 would pass as IPv6.
  */
-function effectiveBytes(bytes: Uint8Array): Uint8Array {
-  if (bytes.length === 16 && (inRange(bytes, IPV4_MAPPED) || inRange(bytes, NAT64_WELL_KNOWN))) {
-    return bytes.slice(12);
-  }
-  return bytes;
+function embeddedIPv4(bytes: Uint8Array): Uint8Array[] {
+  if (bytes.length !== 16) return [];
+  if (inRange(bytes, IPV4_MAPPED) || inRange(bytes, NAT64_WELL_KNOWN)) return [bytes.slice(12)];
+  if (inRange(bytes, SIX_TO_FOUR)) return [bytes.slice(2, 6)];
+  if (inRange(bytes, TEREDO)) return [bytes.slice(4, 8), bytes.slice(12).map((byte) => byte ^ 0xff)];
+  return [];
+}
+
+type Refusal = Exclude<AddressVerdict, { allowed: true }>;
+
+/** The verdict on one address (the literal one, or one embedded in it); undefined when allowed. */
+function judge(bytes: Uint8Array, policy: AddressPolicy): Pick<Refusal, 'kind' | 'cidr'> | undefined {
+  const metadata = METADATA_RANGES.find((candidate) => inRange(bytes, candidate));
+  if (metadata) return { kind: 'metadata', cidr: metadata.cidr };
+  if (policy.allowed?.some((candidate) => inRange(bytes, candidate))) return undefined;
+  const privateRange = PRIVATE_RANGES.find((candidate) => inRange(bytes, candidate));
+  if (privateRange)
+    return policy.refusePrivateNetworks ? { kind: 'private', cidr: privateRange.cidr } : undefined;
+  const reserved = RESERVED_RANGES.find((candidate) => inRange(bytes, candidate));
+  return reserved ? { kind: 'reserved', cidr: reserved.cidr } : undefined;
 }
 
 /**
- * Decides whether a connection test may open a socket to this literal address. Exported apart from
- * the resolver so every caller (and the tests) judge addresses with exactly one rule set.
+ * Decides whether an outbound request may open a socket to this literal address. Exported
+ * apart from the resolver so every caller (and the tests) judge addresses with one rule set;
+ * callers pass the address they will actually connect to.
  */
 export function checkAddress(address: string, policy: AddressPolicy): AddressVerdict {
-  const parsed = parseAddress(address);
-  if (!parsed) return { allowed: false, kind: 'invalid', cidr: '', address };
-  const bytes = effectiveBytes(parsed);
-  const metadata = METADATA_RANGES.find((candidate) => inRange(bytes, candidate));
-  if (metadata) return { allowed: false, kind: 'metadata', cidr: metadata.cidr, address };
-  if (policy.refusePrivateNetworks) {
-    const loopback = LOOPBACK_RANGES.some((candidate) => inRange(bytes, candidate));
-    const privateRange = PRIVATE_RANGES.find((candidate) => inRange(bytes, candidate));
-    if (privateRange && !(loopback && policy.allowLoopback))
-      return { allowed: false, kind: 'private', cidr: privateRange.cidr, address };
+  const bytes = parseAddress(address);
+  if (!bytes) return { allowed: false, kind: 'invalid', cidr: '', address };
+  const own = judge(bytes, policy);
+  if (own) return { allowed: false, ...own, address };
+  for (const embedded of embeddedIPv4(bytes)) {
+    const verdict = judge(embedded, policy);
+    if (verdict) return { allowed: false, ...verdict, address, embedded: embedded.join('.') };
   }
   return { allowed: true };
 }
 
-function refusal(host: string, verdict: Exclude<AddressVerdict, { allowed: true }>): string {
+/**
+ * The policy of one workspace: the platform's, narrowed by the workspace's own
+ * `refuse_private_networks`. A workspace can refuse what the platform allows, never the
+ * reverse, so a tenant who owns a workspace cannot open the operator's network to itself.
+ */
+export function workspaceAddressPolicy(
+  platform: PlatformAddressPolicy,
+  workspaceRefusesPrivateNetworks: boolean,
+): AddressPolicy {
+  return {
+    refusePrivateNetworks: !platform.allowPrivateNetworks || workspaceRefusesPrivateNetworks,
+    allowed: platform.allowed,
+  };
+}
+
+function refusal(host: string, verdict: Refusal): string {
   const subject =
     host === verdict.address ? `${host} is` : `${host} resolves to ${verdict.address}, which is`;
-  if (verdict.kind === 'metadata') return `refused: ${subject} a link-local / cloud metadata address`;
+  const carried = verdict.embedded ? `${subject} an IPv6 form of ${verdict.embedded}, which is` : subject;
+  if (verdict.kind === 'metadata') return `refused: ${carried} a link-local / cloud metadata address`;
   if (verdict.kind === 'invalid') return `refused: ${subject} not an IP address that can be checked`;
-  return `refused: ${subject} in the private range ${verdict.cidr} and this workspace refuses private networks`;
+  if (verdict.kind === 'reserved') return `refused: ${carried} in the reserved range ${verdict.cidr}`;
+  return `refused: ${carried} in the private range ${verdict.cidr} and this workspace refuses private networks`;
 }
 
 const UNRESOLVED_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'EAI_NONAME', 'EAI_FAIL']);

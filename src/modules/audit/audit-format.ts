@@ -94,10 +94,24 @@ export const CSV_COLUMNS = [
   'hash',
 ] as const;
 
-/** RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled. */
+/**
+ * Characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection"): a
+ * user id, flag key or request id such as `=HYPERLINK(...)` would run when an auditor opens
+ * the export. Tab and carriage return are on the list because some spreadsheets skip them
+ * before looking for `=`.
+ */
+const FORMULA_LEADING = /^[=+\-@\t\r]/;
+
+/**
+ * One CSV field. Text that a spreadsheet would take for a formula is prefixed with a single
+ * quote (OWASP's neutralisation; the export is for reading, not for computing), then RFC 4180
+ * applies: a field with a comma, quote, CR or LF is quoted, quotes doubled. Numbers are ours
+ * (record ids) and never negative, so they are written as they are.
+ */
 export function csvField(value: string | number | null): string {
   if (value === null) return '';
-  const text = String(value);
+  if (typeof value === 'number') return String(value);
+  const text = FORMULA_LEADING.test(value) ? `'${value}` : value;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 

@@ -33,7 +33,7 @@ function uploadAwareValidator(): FastifySchemaCompiler<unknown> {
     route.httpPart === 'body' && route.contentType === 'multipart/form-data' ? () => true : standard(route);
 }
 
-/** Indexing projects (from a directory under SOURCES_ROOT or an uploaded archive) and searching them. */
+/** Indexing projects (from a directory under the tenant's SOURCES_ROOT subtree or an uploaded archive) and searching them. */
 export const codegraphRoutes: FastifyPluginAsyncTypebox<{
   codegraph: CodegraphService;
   uploadMaxBytes: number;
@@ -53,7 +53,7 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
         description:
           'Parses a project’s TypeScript/JavaScript, Python, Go and Java files (tree-sitter) into symbols and edges ' +
           '(defines, imports, calls, extends, implements), replacing its previous graph atomically. The source is ' +
-          'either `{"project", "source": {"directory"}}` (JSON; a directory relative to the server’s SOURCES_ROOT) ' +
+          'either `{"project", "source": {"directory"}}` (JSON; a directory relative to the tenant’s folder, SOURCES_ROOT/<tenant id>) ' +
           'or a multipart form with `project` and an `archive` file (.zip, .tar.gz, .tar; at most UPLOAD_MAX_BYTES; ' +
           'entries with `..`, absolute paths or links, and bombs, are refused with 422). Up to ' +
           'CODEGRAPH_SYNC_MAX_BYTES of source is indexed within the request (200, the project ready); more is ' +

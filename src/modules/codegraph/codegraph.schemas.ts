@@ -23,7 +23,7 @@ export const IndexBody = Type.Object(
         directory: Type.String({
           minLength: 1,
           maxLength: 1024,
-          description: 'a directory relative to the server’s SOURCES_ROOT',
+          description: 'a directory relative to the tenant’s folder on the server, SOURCES_ROOT/<tenant id>',
         }),
       },
       { additionalProperties: false },

@@ -43,7 +43,10 @@ function wire(options: { sourcesRoot?: string; syncMaxBytes?: number } = {}) {
     enqueue: async (payload) => {
       queued.push(payload);
     },
-    sourcesRoot: 'sourcesRoot' in options ? options.sourcesRoot : root,
+    // One folder for every workspace here: the per-tenant subtree is wired in services.ts.
+    ...('sourcesRoot' in options && options.sourcesRoot === undefined
+      ? {}
+      : { sourcesRootOf: async () => options.sourcesRoot ?? root }),
     syncMaxBytes: options.syncMaxBytes ?? 0,
     log: createLogger('silent'),
   });

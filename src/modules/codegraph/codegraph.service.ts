@@ -45,8 +45,11 @@ export interface CodegraphDependencies {
   activity: Pick<ActivityService, 'record'>;
   /** Hands a background index to the queue; called after the request's commit. */
   enqueue(payload: IndexJobPayload): Promise<void>;
-  /** `SOURCES_ROOT`: the folder directories are named under; absent, none can be. */
-  sourcesRoot?: string;
+  /**
+   * The folder a workspace's directories are named under: its tenant's own subtree of
+   * `SOURCES_ROOT`, so one tenant cannot index another's code. Absent, none can be.
+   */
+  sourcesRootOf?: (workspaceId: string) => Promise<string>;
   /** `CODEGRAPH_SYNC_MAX_BYTES`: sources up to this size are indexed within the request. */
   syncMaxBytes: number;
   limits?: SourceLimits;
@@ -66,7 +69,7 @@ export interface IndexOutcome {
 const PARSE_SLICE_MS = 20;
 
 /**
- * The code graph: index a project from a directory under `SOURCES_ROOT` or an uploaded
+ * The code graph: index a project from a directory under the tenant's `SOURCES_ROOT` subtree or an uploaded
  * archive, and search its symbols with their callers and callees.
  *
  * An index writes a new generation of the project's graph beside the one searches read, then
@@ -86,9 +89,9 @@ export function createCodegraphService(deps: CodegraphDependencies) {
     return project;
   }
 
-  /** The vetted real path of a directory named relative to `SOURCES_ROOT`. */
-  async function sourceDirectory(directory: string): Promise<string> {
-    if (!deps.sourcesRoot) {
+  /** The vetted real path of a directory named relative to the workspace's tenant subtree. */
+  async function sourceDirectory(workspaceId: string, directory: string): Promise<string> {
+    if (!deps.sourcesRootOf) {
       throw new AppError(
         409,
         'sources_root_not_configured',
@@ -96,17 +99,21 @@ export function createCodegraphService(deps: CodegraphDependencies) {
       );
     }
     try {
-      return await resolveWithinRoot(deps.sourcesRoot, directory, 'directory');
+      return await resolveWithinRoot(await deps.sourcesRootOf(workspaceId), directory, 'directory');
     } catch (error) {
       if (error instanceof PathOutsideRootError) throw invalid('body.source.directory', error.message);
       throw error;
     }
   }
 
-  async function openSources(source: IndexSource, signal?: AbortSignal): Promise<SourceSet> {
+  async function openSources(
+    workspaceId: string,
+    source: IndexSource,
+    signal?: AbortSignal,
+  ): Promise<SourceSet> {
     const set =
       'directory' in source
-        ? await directorySources(await sourceDirectory(source.directory), limits, signal)
+        ? await directorySources(await sourceDirectory(workspaceId, source.directory), limits, signal)
         : await archiveSources(source.archive, limits, signal);
     if (set.files === 0) {
       throw new SourceError(
@@ -221,7 +228,7 @@ export function createCodegraphService(deps: CodegraphDependencies) {
       name: string,
       source: IndexSource,
     ): Promise<IndexOutcome> {
-      const sources = await openSources(source).catch((error: unknown) => {
+      const sources = await openSources(caller.workspaceId, source).catch((error: unknown) => {
         throw toAppError(error) ?? error;
       });
       const described: ProjectSource =
@@ -294,7 +301,7 @@ export function createCodegraphService(deps: CodegraphDependencies) {
                 archive: await uploadOf(project, generation),
                 filename: project.source.filename,
               };
-        const sources = await openSources(source, signal);
+        const sources = await openSources(project.workspace_id, source, signal);
         // Rows a previous, interrupted attempt at this generation may have left.
         await repo.removeGenerations(project.workspace_id, project.id, { only: generation });
         await build(project, generation, sources, payload.requested_by, signal);

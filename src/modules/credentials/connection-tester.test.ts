@@ -14,12 +14,17 @@ import {
 } from './connection-tester.ts';
 
 const CANARY = 'canary-Secret-123';
+/** Private networks allowed: the probes below reach this machine's own servers on loopback. */
+const OPEN = { refusePrivateNetworks: false };
+const STRICT = { refusePrivateNetworks: true };
 const SHORT = 300;
 const messages: string[] = [];
 
 /** Runs a test and keeps its message so the last test can scan every message for the canary. */
-async function run(request: ConnectionTestRequest): Promise<ConnectionTestResult> {
-  const result = await testConnection(request);
+async function run(
+  request: Omit<ConnectionTestRequest, 'policy'> & Partial<Pick<ConnectionTestRequest, 'policy'>>,
+): Promise<ConnectionTestResult> {
+  const result = await testConnection({ policy: OPEN, ...request });
   messages.push(result.message);
   expect(result.message).not.toContain(CANARY);
   return result;
@@ -206,7 +211,7 @@ describe('postgres', () => {
   });
 
   it('refuses loopback only when the workspace refuses private networks', async () => {
-    const result = await postgres(pgData, { refusePrivateNetworks: true });
+    const result = await postgres(pgData, { policy: STRICT });
     expect(result).toMatchObject({
       passed: false,
       message: expect.stringMatching(/^refused: 127\.0\.0\.1 is in the private range 127\.0\.0\.0\/8/),
@@ -442,7 +447,7 @@ describe('http', () => {
   });
 
   it('refuses loopback when the workspace refuses private networks', async () => {
-    const result = await get(`${base}/ok`, { refusePrivateNetworks: true });
+    const result = await get(`${base}/ok`, { policy: STRICT });
     expect(result).toMatchObject({
       passed: false,
       message: expect.stringMatching(/^refused: 127\.0\.0\.1 is in/),
@@ -550,6 +555,7 @@ describe.concurrent('default limits of spec section 8', () => {
         kind: 'postgres',
         data: { ...pgData, port: silent.port },
         secretFields: [],
+        policy: OPEN,
       });
       expect(result.message).toBe(`timed out after 5 s connecting to 127.0.0.1:${silent.port}`);
       expectElapsedNear(result, 5_000);
@@ -565,6 +571,7 @@ describe.concurrent('default limits of spec section 8', () => {
         kind: 'redis',
         data: { ...redisData, port: silent.port },
         secretFields: [],
+        policy: OPEN,
       });
       expect(result.message).toBe(`timed out after 5 s waiting for 127.0.0.1:${silent.port}`);
       expectElapsedNear(result, 5_000);
@@ -577,7 +584,13 @@ describe.concurrent('default limits of spec section 8', () => {
     const silent = await startSilentServer();
     try {
       const url = `http://127.0.0.1:${silent.port}/`;
-      const result = await testConnection({ kind: 'http', data: {}, secretFields: [], endpoint: { url } });
+      const result = await testConnection({
+        kind: 'http',
+        data: {},
+        secretFields: [],
+        endpoint: { url },
+        policy: OPEN,
+      });
       expect(result.message).toBe(`timed out after 10 s waiting for ${url}`);
       expectElapsedNear(result, 10_000);
     } finally {

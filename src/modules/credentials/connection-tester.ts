@@ -28,10 +28,8 @@ export interface ConnectionTestRequest {
   secretFields: string[];
   /** The HTTP probe, required for kind 'http'. */
   endpoint?: HttpTestEndpoint;
-  /** Workspace setting: also refuse loopback and private ranges, for hosted multi-tenant installs. */
-  refusePrivateNetworks?: boolean;
-  /** Development only: loopback stays reachable while private networks are refused. */
-  allowLoopback?: boolean;
+  /** Where the probe may connect: the workspace's policy under the platform's (address-guard). */
+  policy: AddressPolicy;
   /** Limits of spec section 8 by default (5 s, 5 s, 10 s); smaller values keep tests fast. */
   timeouts?: { databaseMs?: number; cacheMs?: number; httpMs?: number };
 }
@@ -243,10 +241,7 @@ async function testPostgres(request: ConnectionTestRequest, timeoutMs: number): 
   let target = `${host}:${port}`;
   try {
     return await withDeadline(timeoutMs, async (signal) => {
-      const { address } = await vet(host, {
-        refusePrivateNetworks: request.refusePrivateNetworks === true,
-        allowLoopback: request.allowLoopback === true,
-      });
+      const { address } = await vet(host, request.policy);
       target = describeTarget(host, address, port);
       const socket = new Socket();
       signal.addEventListener('abort', () => socket.destroy(), { once: true });
@@ -333,10 +328,7 @@ async function testRedis(request: ConnectionTestRequest, timeoutMs: number): Pro
   let socketError: unknown;
   try {
     return await withDeadline(timeoutMs, async (signal) => {
-      const { address } = await vet(host, {
-        refusePrivateNetworks: request.refusePrivateNetworks === true,
-        allowLoopback: request.allowLoopback === true,
-      });
+      const { address } = await vet(host, request.policy);
       target = describeTarget(host, address, port);
       if (signal.aborted) throw new TimedOut();
       const redis = new Redis({
@@ -477,10 +469,7 @@ async function testHttp(request: ConnectionTestRequest, timeoutMs: number): Prom
     url.username = '';
     url.password = '';
     const status = await withDeadline(timeoutMs, async (signal) => {
-      const { address, family } = await vet(url.hostname, {
-        refusePrivateNetworks: request.refusePrivateNetworks === true,
-        allowLoopback: request.allowLoopback === true,
-      });
+      const { address, family } = await vet(url.hostname, request.policy);
       const client = url.protocol === 'https:' ? https : http;
       return new Promise<{ code: number; location?: string }>((resolve, reject) => {
         const outgoing = client.request(

@@ -1,6 +1,14 @@
 import { type Caller, hasRole } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { AppError, conflict, type FieldError, forbidden, invalidFields, notFound } from '../../errors.ts';
+import {
+  AppError,
+  conflict,
+  type FieldError,
+  forbidden,
+  invalid,
+  invalidFields,
+  notFound,
+} from '../../errors.ts';
 import {
   chainHash,
   EnvelopeError,
@@ -8,6 +16,11 @@ import {
   sealCredential,
   type WorkspaceKeys,
 } from '../../lib/crypto/envelope.ts';
+import {
+  type AddressPolicy,
+  type PlatformAddressPolicy,
+  workspaceAddressPolicy,
+} from '../../lib/net/address-guard.ts';
 import { destinationAllowed, destinationOf, normalizeHostEntry } from '../../lib/net/allowed-hosts.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
@@ -93,10 +106,18 @@ export interface CredentialsDependencies {
   settings: Pick<SettingsService, 'get' | 'update'>;
   keys: VaultKeys;
   testConnection: (request: ConnectionTestRequest) => Promise<ConnectionTestResult>;
+  /**
+   * The operator's outbound policy (`OUTBOUND_*`), which a workspace's `refuse_private_networks`
+   * may only narrow. Absent, the strictest: private networks refused, no exceptions.
+   */
+  outbound?: PlatformAddressPolicy;
   clock?: () => Date;
   /** The workspace audit trail: `settings.updated` for the vault's settings. */
   audit?: AuditRecorder;
 }
+
+/** Without an operator's word, outbound requests reach public addresses only. */
+const STRICTEST: PlatformAddressPolicy = { allowPrivateNetworks: false, allowed: [] };
 
 const credentialNotFound = (id: number | string) => notFound('credential', id);
 const encryptionKeyError = () =>
@@ -259,6 +280,21 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
   /** The vault's switches for a workspace (namespace `credentials` of the settings module). */
   const settingsOf = (workspaceId: string) => deps.settings.get(workspaceId, 'credentials');
+  const outbound = deps.outbound ?? STRICTEST;
+
+  /**
+   * The settings as they take effect: `refuse_private_networks` answers true wherever the
+   * platform refuses private networks, even if the workspace stored `false` before the platform
+   * policy existed, so nobody reads an opt-out that does nothing.
+   */
+  const effective = <S extends { refuse_private_networks: boolean }>(settings: S): S => ({
+    ...settings,
+    refuse_private_networks: settings.refuse_private_networks || !outbound.allowPrivateNetworks,
+  });
+
+  /** Where a workspace's outbound requests may go: the platform's policy, narrowed by the workspace. */
+  const addressPolicy = async (workspaceId: string): Promise<AddressPolicy> =>
+    workspaceAddressPolicy(outbound, (await settingsOf(workspaceId)).refuse_private_networks);
 
   function present(
     row: Omit<CredentialRow, 'encrypted_data'> & { encrypted_data?: string },
@@ -732,7 +768,6 @@ export function createCredentialsService(deps: CredentialsDependencies) {
         userId: caller.userId,
         ipAddress: caller.ipAddress,
       });
-      const settings = await settingsOf(caller.workspaceId);
       const endpoint = type.test_endpoint;
       const result = await deps.testConnection({
         kind: endpoint?.kind ?? 'none',
@@ -742,7 +777,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           endpoint?.kind === 'http' && endpoint.url
             ? { url: endpoint.url, headers: endpoint.headers, expected_status: endpoint.expected_status }
             : undefined,
-        refusePrivateNetworks: settings.refuse_private_networks,
+        policy: await addressPolicy(caller.workspaceId),
       });
       const status = result.passed ? ('passed' as const) : ('failed' as const);
       const workspaceKeys = await keysOf(caller.workspaceId);
@@ -816,15 +851,29 @@ export function createCredentialsService(deps: CredentialsDependencies) {
 
     // Settings.
 
-    getSettings: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>) =>
-      settingsOf(caller.workspaceId),
+    /** The vault's settings as they take effect (see `effective`). */
+    getSettings: async (caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>) =>
+      effective(await settingsOf(caller.workspaceId)),
 
-    /** Stores the vault's settings and records the change in the workspace audit trail, in one transaction. */
-    updateSettings: (
+    addressPolicy,
+
+    /**
+     * Stores the vault's settings and records the change in the workspace audit trail, in one
+     * transaction. `refuse_private_networks: false` is refused while the platform refuses
+     * private networks: a workspace may narrow the operator's policy, never widen it, and a
+     * setting that would be silently ignored must not look accepted.
+     */
+    updateSettings: async (
       caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'> & RecordedBy,
       changes: Partial<Awaited<ReturnType<typeof settingsOf>>>,
-    ) =>
-      inTransaction(db, async (tx) => {
+    ) => {
+      if (changes.refuse_private_networks === false && !outbound.allowPrivateNetworks) {
+        throw invalid(
+          'body.refuse_private_networks',
+          'cannot be false: this platform refuses private networks (its operator decides, with OUTBOUND_ALLOW_PRIVATE_NETWORKS)',
+        );
+      }
+      return inTransaction(db, async (tx) => {
         const before = await deps.settings.get(caller.workspaceId, 'credentials', tx);
         const saved = await deps.settings.update(caller.workspaceId, 'credentials', changes, tx);
         await deps.audit?.record(tx, caller.workspaceId, caller, {
@@ -833,8 +882,9 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           targetId: 'credentials',
           changes: changesBetween(before, saved),
         });
-        return saved;
-      }),
+        return effective(saved);
+      });
+    },
 
     /**
      * The workspace's credential audit records in a time range, oldest first, after the last

@@ -37,8 +37,8 @@ export interface IndexerDependencies {
   db: Db;
   retrieval: Pick<RetrievalService, 'prepare' | 'indexDocument' | 'activateGeneration' | 'removeDocument'>;
   activity: Pick<ActivityService, 'record'>;
-  /** `SOURCES_ROOT`: directory sources name folders under it; none can be read when absent. */
-  sourcesRoot?: string;
+  /** The tenant's subtree of `SOURCES_ROOT` a workspace's folders are under; none can be read when absent. */
+  sourcesRootOf?: (workspaceId: string) => Promise<string>;
   /** The largest file a directory or URL source takes (`UPLOAD_MAX_BYTES`). */
   maxBytes: number;
   /** The outbound address guard's fetch under the workspace's policy. */
@@ -345,10 +345,12 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
   async function directoryItems(source: SourceRow, signal: AbortSignal): Promise<OriginItem[]> {
     const settings = source.directory;
     if (!settings) throw new RunFailure('the source has no folder');
-    if (!deps.sourcesRoot) throw new RunFailure('no server-side folder can be read: SOURCES_ROOT is not set');
+    if (!deps.sourcesRootOf)
+      throw new RunFailure('no server-side folder can be read: SOURCES_ROOT is not set');
+    const root = await deps.sourcesRootOf(source.workspace_id);
     let files: FoundFile[];
     try {
-      const folder = await resolveWithinRoot(deps.sourcesRoot, settings.path, 'directory');
+      const folder = await resolveWithinRoot(root, settings.path, 'directory');
       files = await walkFiles(folder, {
         include: settings.include,
         exclude: settings.exclude,

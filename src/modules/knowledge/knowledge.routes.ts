@@ -59,7 +59,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<KnowledgeRoutesOptions> 
         tags: sourceTags,
         summary: 'Create a source',
         description:
-          'A named collection of documents. `kind` upload (documents arrive by upload), directory (`directory.path`, a folder relative to the server’s SOURCES_ROOT, read recursively with include/exclude globs; a path leaving the root is refused), or url (`url.urls`, pages fetched through the outbound address guard from `url.allow_hosts`). `chunking` and `embedding` default as docs/knowledge.md says. A directory or URL source starts its first indexing run at once. A taken name is 409 `duplicate_source`.',
+          'A named collection of documents. `kind` upload (documents arrive by upload), directory (`directory.path`, a folder relative to the tenant’s folder on the server, SOURCES_ROOT/<tenant id>, read recursively with include/exclude globs; a path leaving it is refused), or url (`url.urls`, pages fetched through the outbound address guard from `url.allow_hosts`). `chunking` and `embedding` default as docs/knowledge.md says. A directory or URL source starts its first indexing run at once. A taken name is 409 `duplicate_source`.',
         body: CreateSourceBody,
         response: { 201: SourceSchema },
       },

@@ -35,7 +35,10 @@ function services(options: { sourcesRoot?: string; retrieval?: RetrievalService 
     db,
     retrieval: options.retrieval ?? retrieval,
     activity: { record: activity.record },
-    sourcesRoot: 'sourcesRoot' in options ? options.sourcesRoot : root,
+    // One folder for every workspace here: the per-tenant subtree is wired in services.ts.
+    ...('sourcesRoot' in options && options.sourcesRoot === undefined
+      ? {}
+      : { sourcesRootOf: async () => options.sourcesRoot ?? root }),
   };
   const knowledge: KnowledgeService = createKnowledgeService({
     ...shared,

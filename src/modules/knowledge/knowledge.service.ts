@@ -65,8 +65,12 @@ export interface KnowledgeDependencies {
     'removeDocument' | 'removeSource' | 'validateEmbedding' | 'defaultEmbedding'
   >;
   activity: Pick<ActivityService, 'record'>;
-  /** `SOURCES_ROOT`: directory sources name folders under it; none can be created when absent. */
-  sourcesRoot?: string;
+  /**
+   * The folder a workspace's directory sources name paths under: its tenant's own subtree of
+   * `SOURCES_ROOT`, so one tenant cannot read another's files. Absent (no `SOURCES_ROOT`), no
+   * directory source can be created.
+   */
+  sourcesRootOf?: (workspaceId: string) => Promise<string>;
   /** Hands a processing document to the queue, after its row is committed. */
   enqueueDocument(documentId: string): Promise<void>;
   /** Hands a source's run to the queue, after its row is committed. */
@@ -254,11 +258,11 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
 
     /**
      * Creates a source after checking its kind's settings (a directory must exist under
-     * SOURCES_ROOT; URLs must be http(s) and allowed) and its embedding settings. A directory
+     * the tenant's SOURCES_ROOT subtree; URLs must be http(s) and allowed) and its embedding settings. A directory
      * or URL source starts its first sync at once.
      */
     async createSource(caller: Who, input: CreateSourceInput): Promise<SourceWithCount> {
-      const settings = await checkKindSettings(input, deps.sourcesRoot);
+      const settings = await checkKindSettings(input, await deps.sourcesRootOf?.(caller.workspaceId));
       const chunking = input.chunking ?? DEFAULT_CHUNKING_SETTINGS;
       checkChunking(chunking);
       const embedding = input.embedding ?? deps.retrieval.defaultEmbedding();
@@ -290,7 +294,11 @@ export function createKnowledgeService(deps: KnowledgeDependencies) {
      */
     async updateSource(caller: Who, id: string, changes: UpdateSourceInput): Promise<SourceWithCount> {
       const source = await getSource(caller, id);
-      const settings = await checkKindChanges(source, changes, deps.sourcesRoot);
+      const settings = await checkKindChanges(
+        source,
+        changes,
+        await deps.sourcesRootOf?.(caller.workspaceId),
+      );
       const chunking = changes.chunking ?? source.chunking;
       checkChunking(chunking);
       const embedding = changes.embedding ?? source.embedding;
@@ -538,7 +546,7 @@ function checkGlobs(directory: NonNullable<CreateSourceInput['directory']>): voi
   if (errors.length > 0) throw invalidFields(errors);
 }
 
-/** The folder must exist under SOURCES_ROOT, reached without leaving it (`..`, absolute, links). */
+/** The folder must exist under the tenant's SOURCES_ROOT subtree, reached without leaving it (`..`, absolute, links). */
 async function checkFolder(requested: string, sourcesRoot: string | undefined): Promise<void> {
   if (!sourcesRoot) {
     throw invalid(

@@ -1,12 +1,16 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cidrRange } from '../../lib/net/address-guard.ts';
 import { createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import { fetchPage, hostAllowed, PageFetchError } from './page-fetcher.ts';
 
 let server: http.Server;
 let base: string;
-const loopback = createGuardedFetch(() => ({ refusePrivateNetworks: true, allowLoopback: true }));
+const loopback = createGuardedFetch(() => ({
+  refusePrivateNetworks: true,
+  allowed: [cidrRange('127.0.0.0/8'), cidrRange('::1/128')],
+}));
 const strict = createGuardedFetch(() => ({ refusePrivateNetworks: true }));
 
 beforeAll(async () => {

@@ -13,7 +13,7 @@ import {
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import type { Role } from '../../caller.ts';
 import { AppError } from '../../errors.ts';
-import type { AddressPolicy } from '../../lib/net/address-guard.ts';
+import { type AddressPolicy, cidrRange, workspaceAddressPolicy } from '../../lib/net/address-guard.ts';
 import { testConnection } from '../credentials/connection-tester.ts';
 import { createCredentialsService } from '../credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from '../credentials/vault-keys.ts';
@@ -49,13 +49,14 @@ const OPENAI_KEY = 'sk-gateway-canary-41c7';
 const ANTHROPIC_KEY = 'sk-ant-gateway-canary-9e02';
 const TOOL_TOKEN = 'tool-token-canary-d83b';
 
-/** The vault's policy as `services.ts` builds it, with the development loopback allowance. */
+/** The vault's policy as `services.ts` builds it; loopback allowed when the operator lists it. */
 const policyOf =
   (allowLoopback: boolean) =>
-  async (workspaceId: string): Promise<AddressPolicy> => ({
-    refusePrivateNetworks: (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
-    allowLoopback,
-  });
+  async (workspaceId: string): Promise<AddressPolicy> =>
+    workspaceAddressPolicy(
+      { allowPrivateNetworks: false, allowed: allowLoopback ? [cidrRange('127.0.0.0/8')] : [] },
+      (await settings.get(workspaceId, 'credentials')).refuse_private_networks,
+    );
 
 beforeAll(async () => {
   db = await createTestDb();

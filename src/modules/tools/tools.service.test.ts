@@ -9,6 +9,7 @@ import { codegraphOf } from '../../../tests/helpers/codegraph.ts';
 import { insertDocument, insertSource } from '../../../tests/helpers/knowledge-rows.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { inTransaction } from '../../db/transaction.ts';
+import { cidrRange } from '../../lib/net/address-guard.ts';
 import { createCredentialsService } from '../credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from '../credentials/vault-keys.ts';
 import { createModelGateway } from '../providers/ai-gateway.ts';
@@ -51,7 +52,7 @@ beforeAll(async () => {
     keys: createVaultKeys(db.database.db, keyring),
     testConnection: async () => ({ passed: true, message: 'not used', duration_ms: 0 }),
   });
-  const addressPolicy = async () => ({ refusePrivateNetworks: true, allowLoopback: true });
+  const addressPolicy = async () => ({ refusePrivateNetworks: true, allowed: [cidrRange('127.0.0.0/8')] });
   tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,

@@ -125,6 +125,11 @@ export function createWorkspacesService(
   }
 
   return {
+    /** The tenant a workspace belongs to (server-side folders are provisioned per tenant). */
+    async tenantOf(workspaceId: string): Promise<string | undefined> {
+      return (await repo.findWorkspace(workspaceId))?.tenant_id;
+    },
+
     async findMembership(workspaceId: string, userId: string) {
       const cacheKey = membershipKey(workspaceId, userId);
       const cached = memberships.get(cacheKey);
