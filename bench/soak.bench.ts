@@ -74,8 +74,11 @@ type OperationClass = 'read' | 'write' | 'stream';
 
 interface Api {
   url: string;
+  /** The owner's token: seeding and checks. */
   token: string;
   workspace_id: string;
+  /** The users the load is spread over (admins of the workspace once seeded). */
+  users: { user_id: string; token: string }[];
 }
 
 /** What the load runs against, created by `seed`. */
@@ -141,7 +144,8 @@ function firstLine(child: ChildProcess, test: (line: string) => boolean, what: s
       }
     });
     child.once('exit', (code) => {
-      if (!done) reject(new Error(`${what} exited with ${code} before it was ready:\n${outputs.slice(-5).join('')}`));
+      if (!done)
+        reject(new Error(`${what} exited with ${code} before it was ready:\n${outputs.slice(-5).join('')}`));
     });
   });
 }
@@ -233,6 +237,9 @@ function scan(text: string): string {
 }
 
 async function seed(api: Api, modelUrl: string): Promise<Fixture> {
+  for (const user of api.users) {
+    await callJson(api, 'POST', '/api/workspaces/members', { user_id: user.user_id, role: 'admin' });
+  }
   await callJson(api, 'PUT', '/api/settings/providers', {
     providers: [{ id: 'loop', kind: 'openai_compatible', base_url: modelUrl, credential_id: null }],
     default_model: { provider: 'loop', name: 'm' },
@@ -541,8 +548,10 @@ async function perform(
   const op = chooseOperation();
   const sample: Sample = { op: op.name, kind: op.kind, start: scheduled, end: 0 };
   try {
+    // Each operation is one of the users', as the many people behind the connections are.
+    const base = api();
     await op.run({
-      api: api(),
+      api: { ...base, token: pick(base.users).token },
       fixture,
       signal: AbortSignal.timeout(OPERATION_TIMEOUT_MS),
       problem: problemOf,
