@@ -107,7 +107,10 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
   await app.register(
     async (api) => {
-      await api.register(systemRoutes, { system: services.system });
+      await api.register(systemRoutes, {
+        system: services.system,
+        platformAdmins: new Set(config.platformAdmins),
+      });
       await api.register(workspacesRoutes, { workspaces: services.workspaces });
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });

@@ -63,6 +63,8 @@ export interface Config {
   bodyLimit: number;
   /** WebSocket keep-alive: ping interval; a socket that missed the previous pong is closed. */
   wsPingIntervalMs: number;
+  /** How long one `GET /api/system/metrics` answer is shared by its workspace's requests; 0 computes each. */
+  metricsShareMs: number;
   logLevel: string;
   database: DatabaseConfig;
   auth: AuthConfig;
@@ -156,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR?.trim() || './data');
   const bodyLimit = int('BODY_LIMIT', 1024 * 1024, 1024, 1024 * 1024 * 1024);
   const wsPingIntervalMs = int('WS_PING_INTERVAL_MS', 30_000, 100, 600_000);
+  const metricsShareMs = int('SYSTEM_METRICS_SHARE_MS', 5_000, 0, 60_000);
   const logLevel = env.LOG_LEVEL?.trim() || 'info';
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
@@ -225,6 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     bodyLimit,
     wsPingIntervalMs,
+    metricsShareMs,
     logLevel,
     database,
     auth,

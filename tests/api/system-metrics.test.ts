@@ -9,7 +9,8 @@ import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 let t: TestApp;
 
 beforeAll(async () => {
-  t = await createTestApp();
+  // Each test changes rows and reads the figures again at once: no shared answer.
+  t = await createTestApp({ env: { SYSTEM_METRICS_SHARE_MS: '0' } });
   // The runs below are rows, not work: the recovery sweep must not hand Queued ones to workers.
   await t.services.components.find((c) => c.name === 'Run recovery')?.stop();
 });
