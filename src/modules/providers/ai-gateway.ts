@@ -106,7 +106,10 @@ function rowOf(reachable: { latency: number }[], detail: string): ComponentHealt
 export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway {
   const now = deps.now ?? (() => performance.now());
   const inFlight = new Set<AbortController>();
-  let cachedHealth: { at: number; value: Promise<ProviderProbe> } | undefined;
+  /** The last probe that could read the settings, and when it started. */
+  let known: { at: number; probe: ProviderProbe } | undefined;
+  /** The probe under way, if any: one at a time. */
+  let probing: Promise<ProviderProbe> | undefined;
   /** Each endpoint's last probe, kept across probes: each probe reaches at most `MAX_PROBES`. */
   const lastSeen = new Map<string, { reachable: boolean; latency: number }>();
   /** Where the next probe starts in the list of endpoints, so every endpoint's turn comes. */
@@ -551,22 +554,40 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     };
   }
 
-  /** The last probe, or a new one when it is older than `HEALTH_CACHE_MS`: one probe at a time. */
-  function lastProbe(): Promise<ProviderProbe> {
-    if (!cachedHealth || now() - cachedHealth.at > HEALTH_CACHE_MS) {
-      // A failed read of the settings is the database's outage, not the providers' state:
-      // it is not kept, so the row recovers with the database instead of a minute later.
-      const value = probe().catch((): ProviderProbe => {
-        cachedHealth = undefined;
-        return {
+  /**
+   * Probes now, unless a probe is under way (then its result). A failed read of the provider
+   * settings is the database's outage, not the providers' state: it is not kept, so the row
+   * recovers with the database instead of a minute later.
+   */
+  function refresh(): Promise<ProviderProbe> {
+    const at = now();
+    probing ??= probe()
+      .then(
+        (result) => {
+          known = { at, probe: result };
+          return result;
+        },
+        (): ProviderProbe => ({
           platform: { name: COMPONENT, status: 'down', detail: 'the provider settings could not be read' },
           workspaces: new Map(),
           unread: true,
-        };
+        }),
+      )
+      .finally(() => {
+        probing = undefined;
       });
-      cachedHealth = { at: now(), value };
-    }
-    return cachedHealth.value;
+    return probing;
+  }
+
+  /**
+   * The providers' last known state, at once: a health read never waits for a slow endpoint.
+   * When it is older than `HEALTH_CACHE_MS` a new probe starts in the background, and the next
+   * reads see its result. Only a read with no known state (the first) waits for a probe.
+   */
+  function lastProbe(): Promise<ProviderProbe> {
+    if (!known) return refresh();
+    if (now() - known.at > HEALTH_CACHE_MS) void refresh();
+    return Promise.resolve(known.probe);
   }
 
   return {
@@ -579,7 +600,8 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     /**
      * `not_configured` while no workspace has a provider; otherwise whether the configured
      * endpoints answer a GET of `<base_url>/models` within 2 s (at most 10 endpoints per probe,
-     * no key sent), reused for 60 s so health checks never hammer or pay a provider. Its detail
+     * no key sent), probed again in the background after 60 s so health checks never wait for,
+     * hammer or pay a provider. Its detail
      * counts across tenants and names failing workspaces: for platform operators only.
      */
     health: async () => (await lastProbe()).platform,

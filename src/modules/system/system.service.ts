@@ -141,13 +141,17 @@ export function createSystemService(deps: SystemDependencies) {
     return [{ name: 'API', status: 'up' }, ...checked];
   }
 
-  /** The `LLM Providers` row: a workspace's own, every workspace's for operators, else the gateway's. */
-  function providersRow(viewer: HealthViewer, workspaceId?: string): Promise<ComponentHealth> {
+  /**
+   * The `LLM Providers` row: a workspace's own providers (the metrics of that workspace), every
+   * workspace's for a platform operator, else only that providers are a workspace's affair.
+   */
+  function providersRow(view: HealthViewer | { workspaceId: string }): Promise<ComponentHealth> {
     const providers = deps.providers;
     if (!providers) return Promise.resolve({ name: PROVIDERS_ROW, status: 'not_configured' });
-    if (workspaceId !== undefined)
-      return checkComponent(PROVIDERS_ROW, { health: () => providers.workspaceHealth(workspaceId) });
-    if (viewer.operator) return checkComponent(PROVIDERS_ROW, { health: () => providers.health() });
+    if ('workspaceId' in view) {
+      return checkComponent(PROVIDERS_ROW, { health: () => providers.workspaceHealth(view.workspaceId) });
+    }
+    if (view.operator) return checkComponent(PROVIDERS_ROW, providers);
     return Promise.resolve({
       name: PROVIDERS_ROW,
       status: 'up',
@@ -166,15 +170,13 @@ export function createSystemService(deps: SystemDependencies) {
     return down.length > 0 || ownProviders?.status === 'down' ? 'Degraded' : 'Operational';
   }
 
+  /** The report: the platform's spec rows, the providers' row, then the other components. */
   function report(rows: ComponentHealth[], providers: ComponentHealth, status: Status) {
     const now = clock();
+    const specRows = 2 + PLATFORM_ROWS.length; // API, Database, then Redis and Vector Search
     return {
       status,
-      components: [
-        ...rows.slice(0, 1 + 1 + PLATFORM_ROWS.length),
-        providers,
-        ...rows.slice(2 + PLATFORM_ROWS.length),
-      ],
+      components: [...rows.slice(0, specRows), providers, ...rows.slice(specRows)],
       started_at: deps.startedAt,
       uptime_seconds: Math.floor((now.getTime() - deps.startedAt.getTime()) / 1000),
       checked_at: now,
@@ -230,7 +232,7 @@ export function createSystemService(deps: SystemDependencies) {
         const [rows, up] = await Promise.all([platformRows(), uptime(m.db, now)]);
         return { rows, up };
       }),
-      providersRow({ operator: false }, workspaceId),
+      providersRow({ workspaceId }),
     ]);
     const { runs, live, agents, documents, searches: hits } = counts;
     const up = platform.up;
