@@ -7,6 +7,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify';
 import { isDatabaseUnavailable } from './db/errors.ts';
 import { databaseUnavailable } from './errors.ts';
 import { registerAuth } from './http/auth.ts';
+import { registerBodyDrain } from './http/body-drain.ts';
 import { registerCors } from './http/cors.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { MAX_RAW_PARAM_LENGTH, registerInputGuard } from './http/input-guard.ts';
@@ -91,6 +92,9 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
     reply.header('x-request-id', request.id);
   });
   registerInputGuard(app);
+  // An answer given before the body arrived (413, 401) waits for the rest of it, so the
+  // client still writing reads the answer instead of a reset connection.
+  registerBodyDrain(app);
   // Before authentication: preflights carry no credentials, and a 401 keeps its CORS headers.
   await registerCors(app, services.cors);
   registerAuth(app, {
@@ -117,7 +121,10 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
   await app.register(
     async (api) => {
-      await api.register(systemRoutes, { system: services.system });
+      await api.register(systemRoutes, {
+        system: services.system,
+        platformAdmins: new Set(config.platformAdmins),
+      });
       await api.register(workspacesRoutes, { workspaces: services.workspaces });
       await api.register(agentsRoutes, { agents: services.agents });
       await api.register(workflowsRoutes, { workflows: services.workflows });

@@ -69,6 +69,8 @@ export interface Config {
    * open at once in this process; beyond, 429 `too_many_streams`.
    */
   streams: { perUser: number; perWorkspace: number };
+  /** How long one `GET /api/system/metrics` answer is shared by its workspace's requests; 0 computes each. */
+  metricsShareMs: number;
   logLevel: string;
   database: DatabaseConfig;
   auth: AuthConfig;
@@ -168,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     perUser: int('STREAMS_PER_USER', 20, 1, 100_000),
     perWorkspace: int('STREAMS_PER_WORKSPACE', 200, 1, 1_000_000),
   };
+  const metricsShareMs = int('SYSTEM_METRICS_SHARE_MS', 5_000, 0, 60_000);
   const logLevel = env.LOG_LEVEL?.trim() || 'info';
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
@@ -231,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit,
     wsPingIntervalMs,
     streams,
+    metricsShareMs,
     logLevel,
     database,
     auth,

@@ -2,6 +2,7 @@ import { buildApp } from './app.ts';
 import { boot, startServices } from './boot.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DirectoryLockedError } from './db/lock.ts';
+import { MissingExtensionError } from './db/migrate.ts';
 
 /** Starts the service (`src/main.ts` loads it): config -> database -> migrations -> services -> HTTP; stops gracefully. */
 async function main(): Promise<void> {
@@ -66,7 +67,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DirectoryLockedError) {
+  if (
+    error instanceof ConfigError ||
+    error instanceof DirectoryLockedError ||
+    error instanceof MissingExtensionError
+  ) {
     process.stderr.write(`${error.message}\n`);
   } else {
     process.stderr.write(

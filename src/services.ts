@@ -386,9 +386,11 @@ export async function createServices(config: Config, database: Database, options
       pingDatabase: database.ping,
       databaseKind: database.kind,
       startedAt: new Date(),
-      // Reported under their names: Redis and the model providers fill the spec's rows.
-      components: [...(redis ? [redis] : []), modelGateway],
-      metrics: { db, analytics, knowledge, retrieval },
+      // Redis fills the spec's row of that name; the model providers' row is per viewer.
+      components: redis ? [redis] : [],
+      providers: modelGateway,
+      metrics: { db, analytics },
+      shareMs: config.metricsShareMs,
     }),
   };
 }

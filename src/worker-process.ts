@@ -1,5 +1,6 @@
 import { boot, startServices } from './boot.ts';
 import { ConfigError, loadConfig } from './config.ts';
+import { MissingExtensionError } from './db/migrate.ts';
 
 /**
  * A worker process (`src/worker.ts` loads it): config -> database -> migrations -> services
@@ -50,7 +51,7 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   process.stderr.write(
-    error instanceof ConfigError
+    error instanceof ConfigError || error instanceof MissingExtensionError
       ? `${error.message}\n`
       : `worker failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
   );

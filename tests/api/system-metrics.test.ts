@@ -9,7 +9,8 @@ import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 let t: TestApp;
 
 beforeAll(async () => {
-  t = await createTestApp();
+  // Each test changes rows and reads the figures again at once: no shared answer.
+  t = await createTestApp({ env: { SYSTEM_METRICS_SHARE_MS: '0' } });
   // The runs below are rows, not work: the recovery sweep must not hand Queued ones to workers.
   await t.services.components.find((c) => c.name === 'Run recovery')?.stop();
 });
@@ -211,5 +212,35 @@ describe('GET /metrics (Prometheus)', () => {
       /http_server_request_duration_seconds_count\{http_request_method="GET",http_route="\/api\/system\/metrics",http_response_status_code="200"\} \d+/,
     );
     expect(response.body).not.toContain(t.owner.workspaceId);
+  });
+});
+
+describe('GET /api/system/metrics: one answer shared by a workspace for a few seconds', () => {
+  it('answers concurrent requests with one computation, per workspace, until SYSTEM_METRICS_SHARE_MS has passed', async () => {
+    const shared = await createTestApp({ env: { SYSTEM_METRICS_SHARE_MS: '1500' } });
+    try {
+      await shared.services.components.find((c) => c.name === 'Run recovery')?.stop();
+      const alice = await shared.newWorkspace();
+      const bob = await shared.newWorkspace();
+      const read = async (actor: Actor) => {
+        const response = await shared.call(actor, 'GET', '/api/system/metrics');
+        expect(response.statusCode).toBe(200);
+        return response.json();
+      };
+      const answers = await Promise.all(Array.from({ length: 20 }, () => read(alice)));
+      // One computation: the same instant for all of them.
+      expect(new Set(answers.map((answer) => answer.window.to)).size).toBe(1);
+      const computedAt = Date.parse(answers[0].window.to);
+      await insertRun(shared, alice.workspaceId, { status: 'Queued', created_at: minutesAgo(0) });
+      await insertRun(shared, bob.workspaceId, { status: 'Queued', created_at: minutesAgo(0) });
+      // Another workspace has its own answer; this one's is still the shared one.
+      expect((await read(bob)).workflows.queued).toBe(1);
+      // (Unless this machine was too slow to get here within the shared window.)
+      if (Date.now() - computedAt < 1000) expect((await read(alice)).workflows.queued).toBe(0);
+      await new Promise((resolve) => setTimeout(resolve, 1600));
+      expect((await read(alice)).workflows.queued).toBe(1);
+    } finally {
+      await shared.close();
+    }
   });
 });

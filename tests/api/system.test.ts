@@ -70,14 +70,13 @@ describe('health', () => {
         databaseKind: 'postgres',
         startedAt: new Date(),
         components,
-      }).health();
+        providers: {
+          health: async () => ({ name: 'model gateway', status: 'up', detail: '2 configured' }),
+          workspaceHealth: async () => ({ name: 'model gateway', status: 'up', detail: '1 configured' }),
+        },
+      }).health({ operator: true });
 
     const up = await report([
-      component('LLM Providers', async () => ({
-        name: 'model gateway',
-        status: 'up',
-        detail: '2 configured',
-      })),
       component('Redis', async () => ({ name: 'Redis', status: 'up', latency_ms: 0.4 })),
     ]);
     expect(up.status).toBe('Operational');

@@ -241,6 +241,18 @@ function agentStatsOf(found: Raw[]): Map<string, AgentStats> {
   return agents;
 }
 
+/** The dashboard's counts of one workspace (`dashboardCounts`). */
+export interface DashboardCounts {
+  runs: RunAggregate;
+  /** Runs executing and waiting now. */
+  live: { running: number; queued: number };
+  /** Agents, and those Busy now. */
+  agents: { total: number; busy: number };
+  documents: { processed: number; processing: number; failed: number };
+  /** Searches and those that met their `min_score` (a hit), over whole UTC days. */
+  searches: { searches: number; hits: number };
+}
+
 /** Bucket start as epoch milliseconds (no driver-specific timestamp parsing). */
 const bucketStart = (bucket: Bucket, column: SQL) =>
   sql`(extract(epoch from date_trunc(${bucket}, ${column}, 'UTC')) * 1000)::float8`;
@@ -596,21 +608,44 @@ export function createAnalyticsRepository(db: Db) {
         where workspace_id = ${workspaceId} and day = ${day}::date`);
     },
 
-    /** Runs executing (Running) and waiting (Queued) now, by `runs_unfinished_idx`. */
-    async liveRuns(workspaceId: string): Promise<{ running: number; queued: number }> {
+    /**
+     * Everything the dashboard counts for one workspace, in one statement (one round trip and
+     * one pooled connection per metrics request): the runs created in [from, to), runs Running
+     * and Queued now (by `runs_unfinished_idx`), agents and those Busy, documents by state and
+     * the searches and hits counted on or after `sinceDay` (a UTC date).
+     */
+    async dashboardCounts(
+      workspaceId: string,
+      from: Date,
+      to: Date,
+      sinceDay: string,
+    ): Promise<DashboardCounts> {
       const [row] = await rows(sql`
-        select (count(*) filter (where status = 'Running'))::int as running,
-          (count(*) filter (where status = 'Queued'))::int as queued
-        from runs where status in ('Queued', 'Running') and workspace_id = ${workspaceId}`);
-      return { running: num(row?.running), queued: num(row?.queued) };
-    },
-
-    /** The workspace's agents, and those Busy now. */
-    async agentCounts(workspaceId: string): Promise<{ total: number; busy: number }> {
-      const [row] = await rows(sql`
-        select count(*)::int as total, (count(*) filter (where status = 'Busy'))::int as busy
-        from agents where workspace_id = ${workspaceId}`);
-      return { total: num(row?.total), busy: num(row?.busy) };
+        select r.*, l.running, l.queued, a.agents, a.busy_agents, d.processed, d.processing,
+          d.documents_failed, s.searches, s.hits
+        from (select ${RUN_COLUMNS} from runs where ${runsIn(workspaceId, from, to)}) r,
+          (select (count(*) filter (where status = 'Running'))::int as running,
+              (count(*) filter (where status = 'Queued'))::int as queued
+            from runs where status in ('Queued', 'Running') and workspace_id = ${workspaceId}) l,
+          (select count(*)::int as agents, (count(*) filter (where status = 'Busy'))::int as busy_agents
+            from agents where workspace_id = ${workspaceId}) a,
+          (select (count(*) filter (where status = 'processed'))::int as processed,
+              (count(*) filter (where status = 'processing'))::int as processing,
+              (count(*) filter (where status = 'failed'))::int as documents_failed
+            from documents where workspace_id = ${workspaceId}) d,
+          (select coalesce(sum(searches), 0)::int as searches, coalesce(sum(hits), 0)::int as hits
+            from search_stats where workspace_id = ${workspaceId} and day >= ${sinceDay}::date) s`);
+      return {
+        runs: runAggregate(row),
+        live: { running: num(row?.running), queued: num(row?.queued) },
+        agents: { total: num(row?.agents), busy: num(row?.busy_agents) },
+        documents: {
+          processed: num(row?.processed),
+          processing: num(row?.processing),
+          failed: num(row?.documents_failed),
+        },
+        searches: { searches: num(row?.searches), hits: num(row?.hits) },
+      };
     },
   };
 }

@@ -436,12 +436,13 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
       return { ...window, items, total: items.length, rollup_days: plan.days.length };
     },
 
-    /** Run figures of [from, to) for the dashboard's KPIs. */
-    runTotals: (workspaceId: string, from: Date, to: Date) => repo.runTotals(workspaceId, from, to),
-    /** Runs Running and Queued now. */
-    liveRuns: (workspaceId: string) => repo.liveRuns(workspaceId),
-    /** Agents of the workspace, and those Busy now. */
-    agentCounts: (workspaceId: string) => repo.agentCounts(workspaceId),
+    /**
+     * The dashboard's counts of one workspace in one statement: runs created in [from, to),
+     * runs and agents busy now, documents by state, and the searches counted since `from`'s
+     * UTC day (searches of the last few seconds not yet written by the search counter are not in).
+     */
+    dashboardCounts: (workspaceId: string, from: Date, to: Date) =>
+      repo.dashboardCounts(workspaceId, from, to, from.toISOString().slice(0, 10)),
   };
 }
 

@@ -79,6 +79,28 @@ class AttemptFailure extends Error {
   }
 }
 
+/** What one probe of the providers' endpoints found. */
+interface ProviderProbe {
+  /** Across every workspace: for platform operators. */
+  platform: ComponentHealth;
+  /** Each configured workspace's own endpoints. */
+  workspaces: Map<string, ComponentHealth>;
+  /** The settings could not be read (the database's outage): no workspace's state is known. */
+  unread?: boolean;
+}
+
+/** Up with the slowest reachable endpoint's latency when any answered, else down. */
+function rowOf(reachable: { latency: number }[], detail: string): ComponentHealth {
+  return reachable.length === 0
+    ? { name: COMPONENT, status: 'down', detail }
+    : {
+        name: COMPONENT,
+        status: 'up',
+        latency_ms: Math.round(Math.max(...reachable.map((result) => result.latency)) * 10) / 10,
+        detail,
+      };
+}
+
 /**
  * The model gateway over the Vercel AI SDK (`streamText` with tools). It resolves the model
  * (the request's, else the workspace's default, else the built-in `local` provider when the
@@ -90,7 +112,14 @@ class AttemptFailure extends Error {
 export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway {
   const now = deps.now ?? (() => performance.now());
   const inFlight = new Set<AbortController>();
-  let cachedHealth: { at: number; value: Promise<ComponentHealth> } | undefined;
+  /** The last probe that could read the settings, and when it started. */
+  let known: { at: number; probe: ProviderProbe } | undefined;
+  /** The probe under way, if any: one at a time. */
+  let probing: Promise<ProviderProbe> | undefined;
+  /** Each endpoint's last probe, kept across probes: each probe reaches at most `MAX_PROBES`. */
+  const lastSeen = new Map<string, { reachable: boolean; latency: number }>();
+  /** Where the next probe starts in the list of endpoints, so every endpoint's turn comes. */
+  let probeOffset = 0;
   const models = new LruCache<string, ReturnType<typeof buildLanguageModel>>(MODEL_CACHE_SIZE);
 
   /**
@@ -475,25 +504,42 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     }
   }
 
-  /** Probes each configured endpoint's model list (no key: a probe never decrypts a secret). */
-  async function probe(): Promise<ComponentHealth> {
+  /**
+   * Probes the configured endpoints' model lists (no key: a probe never decrypts a secret), at
+   * most `MAX_PROBES` a time, taking turns when there are more; an endpoint not probed this
+   * time keeps its last result. Answers the platform-wide row (counts across tenants and the
+   * workspaces whose endpoints all fail, for operators) and one row per workspace.
+   */
+  async function probe(): Promise<ProviderProbe> {
     const rows = await deps.settings.valuesAcrossWorkspaces('providers', 'providers');
     const configured = rows.filter((row) => row.value.length > 0);
     if (configured.length === 0) {
+      lastSeen.clear();
       return {
-        name: COMPONENT,
-        status: 'not_configured',
-        detail: 'no workspace configured a provider: the built-in local provider answers',
+        platform: {
+          name: COMPONENT,
+          status: 'not_configured',
+          detail: 'no workspace configured a provider: the built-in local provider answers',
+        },
+        workspaces: new Map(),
       };
     }
     const endpoints = new Map<string, { url: string; workspaceId: string }>();
+    const urlsOf = new Map<string, { urls: Set<string>; providers: number }>();
     for (const row of configured) {
+      const urls = new Set<string>();
       for (const provider of row.value) {
         const url = `${provider.base_url.replace(/\/+$/, '')}/models`;
+        urls.add(url);
         if (!endpoints.has(url)) endpoints.set(url, { url, workspaceId: row.workspaceId });
       }
+      urlsOf.set(row.workspaceId, { urls, providers: row.value.length });
     }
-    const probed = [...endpoints.values()].slice(0, MAX_PROBES);
+    for (const url of lastSeen.keys()) if (!endpoints.has(url)) lastSeen.delete(url);
+    const all = [...endpoints.values()];
+    const start = probeOffset % all.length;
+    const probed = [...all.slice(start), ...all.slice(0, start)].slice(0, MAX_PROBES);
+    probeOffset = start + probed.length;
     const results = await Promise.all(
       probed.map(async ({ url, workspaceId }) => {
         const started = now();
@@ -502,23 +548,80 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
           const response = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
           await response.body?.cancel();
           // Any answer but a server error means the endpoint is there (a 401 is expected: no key is sent).
-          return { reachable: response.status < 500, latency: now() - started };
+          return { url, reachable: response.status < 500, latency: now() - started };
         } catch {
-          return { reachable: false, latency: now() - started };
+          return { url, reachable: false, latency: now() - started };
         }
       }),
     );
+    for (const result of results) lastSeen.set(result.url, result);
+
+    const workspaces = new Map<string, ComponentHealth>();
+    const failing: string[] = [];
+    for (const [workspaceId, { urls, providers }] of urlsOf) {
+      const seen = [...urls].flatMap((url) => lastSeen.get(url) ?? []);
+      const reachable = seen.filter((result) => result.reachable);
+      const row = rowOf(
+        reachable,
+        `${providers} provider(s); ${reachable.length} of ${seen.length} probed endpoint(s) reachable`,
+      );
+      if (seen.length > 0 && reachable.length === 0) failing.push(workspaceId);
+      workspaces.set(
+        workspaceId,
+        seen.length === 0
+          ? { name: COMPONENT, status: 'up', detail: `${providers} provider(s); not probed yet` }
+          : row,
+      );
+    }
     const reachable = results.filter((result) => result.reachable);
     const providers = configured.reduce((sum, row) => sum + row.value.length, 0);
-    const detail = `${providers} provider(s) in ${configured.length} workspace(s); ${reachable.length} of ${probed.length} probed endpoint(s) reachable`;
-    return reachable.length === 0
-      ? { name: COMPONENT, status: 'down', detail }
-      : {
-          name: COMPONENT,
-          status: 'up',
-          latency_ms: Math.round(Math.max(...reachable.map((result) => result.latency)) * 10) / 10,
-          detail,
-        };
+    const failures =
+      failing.length === 0
+        ? ''
+        : `; no endpoint reachable in workspace(s) ${failing.slice(0, MAX_PROBES).join(', ')}${failing.length > MAX_PROBES ? ` and ${failing.length - MAX_PROBES} more` : ''}`;
+    return {
+      platform: rowOf(
+        reachable,
+        `${providers} provider(s) in ${configured.length} workspace(s); ${reachable.length} of ${probed.length} probed endpoint(s) reachable${failures}`,
+      ),
+      workspaces,
+    };
+  }
+
+  /**
+   * Probes now, unless a probe is under way (then its result). A failed read of the provider
+   * settings is the database's outage, not the providers' state: it is not kept, so the row
+   * recovers with the database instead of a minute later.
+   */
+  function refresh(): Promise<ProviderProbe> {
+    const at = now();
+    probing ??= probe()
+      .then(
+        (result) => {
+          known = { at, probe: result };
+          return result;
+        },
+        (): ProviderProbe => ({
+          platform: { name: COMPONENT, status: 'down', detail: 'the provider settings could not be read' },
+          workspaces: new Map(),
+          unread: true,
+        }),
+      )
+      .finally(() => {
+        probing = undefined;
+      });
+    return probing;
+  }
+
+  /**
+   * The providers' last known state, at once: a health read never waits for a slow endpoint.
+   * When it is older than `HEALTH_CACHE_MS` a new probe starts in the background, and the next
+   * reads see its result. Only a read with no known state (the first) waits for a probe.
+   */
+  function lastProbe(): Promise<ProviderProbe> {
+    if (!known) return refresh();
+    if (now() - known.at > HEALTH_CACHE_MS) void refresh();
+    return Promise.resolve(known.probe);
   }
 
   return {
@@ -530,20 +633,22 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     },
     /**
      * `not_configured` while no workspace has a provider; otherwise whether the configured
-     * endpoints answer a GET of `<base_url>/models` within 2 s (at most 10 endpoints, no key
-     * sent), reused for 60 s so health checks never hammer or pay a provider.
+     * endpoints answer a GET of `<base_url>/models` within 2 s (at most 10 endpoints per probe,
+     * no key sent), probed again in the background after 60 s so health checks never wait for,
+     * hammer or pay a provider. Its detail
+     * counts across tenants and names failing workspaces: for platform operators only.
      */
-    health: () => {
-      if (!cachedHealth || now() - cachedHealth.at > HEALTH_CACHE_MS) {
-        // A failed read of the settings is the database's outage, not the providers' state:
-        // it is not kept, so the row recovers with the database instead of a minute later.
-        const value = probe().catch((): ComponentHealth => {
-          cachedHealth = undefined;
-          return { name: COMPONENT, status: 'down', detail: 'the provider settings could not be read' };
-        });
-        cachedHealth = { at: now(), value };
-      }
-      return cachedHealth.value;
+    health: async () => (await lastProbe()).platform,
+    async workspaceHealth(workspaceId) {
+      const probed = await lastProbe();
+      if (probed.unread) return probed.platform;
+      return (
+        probed.workspaces.get(workspaceId) ?? {
+          name: COMPONENT,
+          status: 'not_configured',
+          detail: 'this workspace configured no provider: the built-in local provider answers',
+        }
+      );
     },
     stream,
     embed,

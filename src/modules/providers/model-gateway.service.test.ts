@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { codegraphOf } from '../../../tests/helpers/codegraph.ts';
 import {
   embedText,
@@ -204,17 +204,75 @@ describe('health', () => {
       });
       expect((await watcher.health()).status).toBe('not_configured');
       clock += HEALTH_CACHE_MS + 1;
-      expect(await watcher.health()).toMatchObject({
+      // The last known state answers at once; the probe that read starts answers the next reads.
+      expect((await watcher.health()).status).toBe('not_configured');
+      await vi.waitFor(async () =>
+        expect(await watcher.health()).toMatchObject({
+          status: 'up',
+          detail: '1 provider(s) in 1 workspace(s); 1 of 1 probed endpoint(s) reachable',
+        }),
+      );
+      expect(await watcher.workspaceHealth(owner.workspaceId)).toMatchObject({
         status: 'up',
-        detail: '1 provider(s) in 1 workspace(s); 1 of 1 probed endpoint(s) reachable',
+        detail: '1 provider(s); 1 of 1 probed endpoint(s) reachable',
       });
       expect(probed.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/models']);
       expect(probed.requests[0]?.headers.authorization).toBeUndefined();
       await probed.close();
       clock += HEALTH_CACHE_MS + 1;
-      expect(await watcher.health()).toMatchObject({ status: 'down' });
+      await watcher.health();
+      await vi.waitFor(async () => expect(await watcher.health()).toMatchObject({ status: 'down' }));
+      expect(await watcher.workspaceHealth(owner.workspaceId)).toMatchObject({ status: 'down' });
+      // A workspace without providers learns nothing about the others'.
+      const other = await newOwner();
+      expect(await watcher.workspaceHealth(other.workspaceId)).toEqual({
+        name: 'LLM Providers',
+        status: 'not_configured',
+        detail: 'this workspace configured no provider: the built-in local provider answers',
+      });
     } finally {
       await probed.close();
+    }
+  });
+
+  it('answers from the last known state at once: a slow endpoint is probed again in the background', async () => {
+    let clock = 0;
+    let delayMs = 0;
+    const slow = http.createServer((_request, response) => {
+      setTimeout(() => response.writeHead(401).end(), delayMs);
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const watcher = createModelGateway({
+      settings,
+      credentials,
+      tools,
+      addressPolicy: policyOf(true),
+      now: () => clock,
+    });
+    try {
+      const owner = await newOwner();
+      await providers.update(owner, {
+        providers: [
+          {
+            id: 'slow',
+            kind: 'openai_compatible',
+            base_url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/v1`,
+          },
+        ],
+        default_model: { provider: 'slow', name: 'm' },
+      });
+      // Nothing known yet: the first read waits for the probe.
+      expect(await watcher.workspaceHealth(owner.workspaceId)).toMatchObject({ status: 'up' });
+      delayMs = 1_500;
+      clock += HEALTH_CACHE_MS + 1;
+      for (let read = 0; read < 3; read += 1) {
+        const started = performance.now();
+        expect(await watcher.workspaceHealth(owner.workspaceId)).toMatchObject({ status: 'up' });
+        expect(performance.now() - started).toBeLessThan(500);
+      }
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((resolve) => slow.close(resolve));
     }
   });
 });

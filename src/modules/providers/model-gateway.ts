@@ -1,7 +1,7 @@
 import type { ModelRef, ToolRef } from '../../db/schema/agents.ts';
 import type { Citation, Usage } from '../../db/schema/chat.ts';
 import type { AppliedPrice } from '../../db/schema/settings.ts';
-import type { Component } from '../../lifecycle.ts';
+import type { Component, ComponentHealth } from '../../lifecycle.ts';
 import type { AccessPurpose } from '../credentials/credentials.service.ts';
 
 /** One message of the conversation a model sees. */
@@ -83,6 +83,11 @@ export interface ModelGateway extends Component {
    * provider is not configured or cannot embed; rethrows the signal's reason when aborted.
    */
   embed(request: EmbedRequest): Promise<number[][]>;
+  /**
+   * One workspace's configured endpoints as last probed by `health()` (which probes every
+   * workspace's): nothing about another workspace, so any member may see it.
+   */
+  workspaceHealth(workspaceId: string): Promise<ComponentHealth>;
 }
 
 /** Runs a turn to the end and returns its `finish` event, with every tool call and result. */

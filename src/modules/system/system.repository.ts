@@ -1,4 +1,4 @@
-import { count, eq, gte, min } from 'drizzle-orm';
+import { count, gte, min, sql } from 'drizzle-orm';
 import { heartbeats } from '../../db/schema/system.ts';
 import type { Db } from '../../db/transaction.ts';
 
@@ -8,6 +8,8 @@ export interface HeartbeatSpan {
   first: Date | undefined;
   /** Minutes recorded at or after the asked start. */
   recorded: number;
+  /** Whether the asked current minute has a row. */
+  hasMinute: boolean;
 }
 
 /** The heartbeat minutes (db/schema/system.ts). */
@@ -18,22 +20,22 @@ export function createSystemRepository(db: Db) {
       await db.insert(heartbeats).values({ minute }).onConflictDoNothing();
     },
 
-    /** Whether `minute` has a row. */
-    async hasMinute(minute: Date): Promise<boolean> {
-      const rows = await db
-        .select({ minute: heartbeats.minute })
-        .from(heartbeats)
-        .where(eq(heartbeats.minute, minute));
-      return rows.length > 0;
-    },
-
-    async span(since: Date): Promise<HeartbeatSpan> {
+    /** What is recorded from `since` on, and whether `current` is among it: one statement. */
+    async span(since: Date, current: Date): Promise<HeartbeatSpan> {
       const [row] = await db
-        .select({ first: min(heartbeats.minute), recorded: count() })
+        .select({
+          first: min(heartbeats.minute),
+          recorded: count(),
+          hasMinute: sql<boolean>`coalesce(bool_or(${heartbeats.minute} = ${current.toISOString()}::timestamptz), false)`,
+        })
         .from(heartbeats)
         .where(gte(heartbeats.minute, since));
       const first = row?.first ?? undefined;
-      return { first: first === undefined ? undefined : new Date(first), recorded: row?.recorded ?? 0 };
+      return {
+        first: first === undefined ? undefined : new Date(first),
+        recorded: row?.recorded ?? 0,
+        hasMinute: row?.hasMinute === true,
+      };
     },
   };
 }

@@ -78,7 +78,11 @@ const MetricsReport = Type.Object({
 });
 
 /** Liveness (public) and component health (authenticated). */
-export const systemRoutes: FastifyPluginAsyncTypebox<{ system: SystemService }> = async (app, { system }) => {
+export const systemRoutes: FastifyPluginAsyncTypebox<{
+  system: SystemService;
+  /** Users listed in `PLATFORM_ADMIN_USERS`: the only ones who see across tenants. */
+  platformAdmins: ReadonlySet<string>;
+}> = async (app, { system, platformAdmins }) => {
   app.get(
     '/health',
     {
@@ -105,13 +109,13 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ system: SystemService }> 
         tags,
         summary: 'System health',
         description:
-          'Overall status (Operational, Degraded, Down), one entry per component (API, Database, Redis, Vector Search, LLM Providers) and uptime. Answers 503 when Down (the database is unreachable). Any authenticated user may call it; X-Workspace-ID is not needed.',
+          'Overall status (Operational, Degraded, Down), one entry per component (API, Database, Redis, Vector Search, LLM Providers) and uptime. Answers 503 when Down (the database is unreachable). Any authenticated user may call it; X-Workspace-ID is not needed. The status follows the platform’s own components: model providers are configured per workspace, so one workspace’s unreachable provider never degrades it. The LLM Providers row counts providers across workspaces and names the workspaces whose endpoints fail for platform operators (PLATFORM_ADMIN_USERS) only; anyone else finds their workspace’s providers in GET /api/system/metrics.',
         security: [{ bearer: [] }],
         response: { 200: HealthReport, 503: HealthReport },
       },
     },
-    async (_request, reply) => {
-      const report = await system.health();
+    async (request, reply) => {
+      const report = await system.health({ operator: platformAdmins.has(request.userId) });
       return reply.status(report.status === 'Down' ? 503 : 200).send(report);
     },
   );
@@ -123,7 +127,7 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ system: SystemService }> 
         tags,
         summary: 'System metrics',
         description:
-          'The dashboard’s KPIs for the caller’s workspace (docs/analytics.md): over the last 24 hours success rate, run latency p50/p95, retrieval hit-rate and cost, each null with a `reason` below 5 finished runs (5 searches for the hit-rate); running plus queued runs now with their load band; agents, Busy agents and utilisation with its band; documents by state; system status from component health and the uptime percentage over the last 24 hours from recorded heartbeat minutes.',
+          'The dashboard’s KPIs for the caller’s workspace (docs/analytics.md): over the last 24 hours success rate, run latency p50/p95, retrieval hit-rate and cost, each null with a `reason` below 5 finished runs (5 searches for the hit-rate); running plus queued runs now with their load band; agents, Busy agents and utilisation with its band; documents by state; system status from component health and the uptime percentage over the last 24 hours from recorded heartbeat minutes. The LLM Providers row and the status consider this workspace’s own providers only. One answer is shared by the workspace’s requests for SYSTEM_METRICS_SHARE_MS (5 s by default), so a dashboard polled by many clients costs one computation.',
         response: { 200: MetricsReport },
       },
     },

@@ -1,17 +1,33 @@
 import type { Db } from '../../db/transaction.ts';
 import type { Component, ComponentHealth } from '../../lifecycle.ts';
 import type { AnalyticsService } from '../analytics/analytics.service.ts';
-import type { KnowledgeService } from '../knowledge/knowledge.service.ts';
-import type { RetrievalService } from '../retrieval/retrieval.service.ts';
 import { MINUTE_MS, minuteOf } from './heartbeat.ts';
 import { createSystemRepository } from './system.repository.ts';
 
 /** What the dashboard's metrics read besides component health. */
 export interface MetricsDependencies {
+  /** Where the heartbeat minutes are (the uptime percentage). */
   db: Db;
-  analytics: Pick<AnalyticsService, 'runTotals' | 'liveRuns' | 'agentCounts'>;
-  knowledge: Pick<KnowledgeService, 'documentCounts'>;
-  retrieval: Pick<RetrievalService, 'hitRate'>;
+  /** The KPIs' counts, one statement per workspace. */
+  analytics: Pick<AnalyticsService, 'dashboardCounts'>;
+}
+
+/**
+ * The model providers' reachability, as the gateway last probed it. Providers are configured
+ * per workspace, so their state is a workspace's affair: the platform's status never depends
+ * on it, a workspace sees only its own, and only platform operators see across workspaces.
+ */
+export interface ProviderHealth {
+  /** Every workspace's endpoints: counts across tenants and the workspaces whose endpoints fail. */
+  health(): Promise<ComponentHealth>;
+  /** One workspace's own endpoints, nothing about any other workspace. */
+  workspaceHealth(workspaceId: string): Promise<ComponentHealth>;
+}
+
+/** Who reads the health report: what it may show them. */
+export interface HealthViewer {
+  /** A platform operator (`PLATFORM_ADMIN_USERS`): sees the cross-tenant provider row. */
+  operator: boolean;
 }
 
 export interface SystemDependencies {
@@ -19,15 +35,25 @@ export interface SystemDependencies {
   databaseKind: string;
   startedAt: Date;
   /**
-   * The long-lived parts the report shows, each as its own `health()` says. A component
-   * named as one of the spec's rows (`Redis`, `Vector Search`, `LLM Providers`) fills that
-   * row; a row no component fills is `not_configured`; other components follow.
+   * The long-lived parts of the platform the report shows, each as its own `health()` says. A
+   * component named as one of the spec's rows (`Redis`, `Vector Search`) fills that row; a row
+   * no component fills is `not_configured`; other components follow.
    */
   components?: readonly Component[];
+  /** Fills the `LLM Providers` row, per viewer; `not_configured` without it. */
+  providers?: ProviderHealth;
   clock?: () => Date;
   /** Needed by `metrics()` only. */
   metrics?: MetricsDependencies;
+  /** How long a metrics answer is shared by the requests of its workspace; `METRICS_SHARE_MS` by default. */
+  shareMs?: number;
 }
+
+/**
+ * How long a workspace's metrics answer, and the component rows and uptime in it, are reused:
+ * a dashboard polled by many clients costs one computation per workspace every few seconds.
+ */
+export const METRICS_SHARE_MS = 5_000;
 
 /** The KPIs' window. */
 const KPI_WINDOW_MS = 24 * 3_600_000;
@@ -51,8 +77,10 @@ interface Kpi {
 }
 
 const PING_TIMEOUT_MS = 2000;
-/** The spec's component rows after API and Database, in its order. */
-const SPEC_ROWS = ['Redis', 'Vector Search', 'LLM Providers'];
+/** The spec's component rows after API and Database, in its order; `LLM Providers` comes last. */
+const PLATFORM_ROWS = ['Redis', 'Vector Search'];
+const PROVIDERS_ROW = 'LLM Providers';
+type Status = 'Operational' | 'Degraded' | 'Down';
 
 /** Health of the service and what it depends on. */
 export function createSystemService(deps: SystemDependencies) {
@@ -80,7 +108,10 @@ export function createSystemService(deps: SystemDependencies) {
   }
 
   /** A component's own report under its row's name; one that throws or hangs is down. */
-  async function checkComponent(name: string, component: Component | undefined): Promise<ComponentHealth> {
+  async function checkComponent(
+    name: string,
+    component: Pick<Component, 'health'> | undefined,
+  ): Promise<ComponentHealth> {
     if (!component) return { name, status: 'not_configured' };
     try {
       return { ...(await withTimeout(component.health(), PING_TIMEOUT_MS)), name };
@@ -94,15 +125,12 @@ export function createSystemService(deps: SystemDependencies) {
     }
   }
 
-  /**
-   * Operational when every configured component is up, Down when the database is
-   * down (nothing works without it), Degraded when anything else configured is down.
-   */
-  async function health() {
-    const others = components.filter((c) => !SPEC_ROWS.includes(c.name));
+  /** The platform's own rows (API, Database, Redis, Vector Search, other components), checked now. */
+  async function platformRows(): Promise<ComponentHealth[]> {
+    const others = components.filter((c) => !PLATFORM_ROWS.includes(c.name));
     const checked = await Promise.all([
       checkDatabase(),
-      ...SPEC_ROWS.map((row) =>
+      ...PLATFORM_ROWS.map((row) =>
         checkComponent(
           row,
           components.find((c) => c.name === row),
@@ -110,13 +138,45 @@ export function createSystemService(deps: SystemDependencies) {
       ),
       ...others.map((c) => checkComponent(c.name, c)),
     ]);
-    const rows: ComponentHealth[] = [{ name: 'API', status: 'up' }, ...checked];
+    return [{ name: 'API', status: 'up' }, ...checked];
+  }
+
+  /**
+   * The `LLM Providers` row: a workspace's own providers (the metrics of that workspace), every
+   * workspace's for a platform operator, else only that providers are a workspace's affair.
+   */
+  function providersRow(view: HealthViewer | { workspaceId: string }): Promise<ComponentHealth> {
+    const providers = deps.providers;
+    if (!providers) return Promise.resolve({ name: PROVIDERS_ROW, status: 'not_configured' });
+    if ('workspaceId' in view) {
+      return checkComponent(PROVIDERS_ROW, { health: () => providers.workspaceHealth(view.workspaceId) });
+    }
+    if (view.operator) return checkComponent(PROVIDERS_ROW, providers);
+    return Promise.resolve({
+      name: PROVIDERS_ROW,
+      status: 'up',
+      detail: 'providers are configured per workspace: GET /api/system/metrics shows your workspace’s',
+    });
+  }
+
+  /**
+   * Down when the database is down (nothing works without it), Degraded when another platform
+   * row is down, or the workspace's own providers are (`ownProviders`), else Operational.
+   * Providers are a workspace's: another workspace's broken endpoint never degrades anyone.
+   */
+  function statusOf(rows: readonly ComponentHealth[], ownProviders?: ComponentHealth): Status {
     const down = rows.filter((c) => c.status === 'down').map((c) => c.name);
-    const status = down.includes('Database') ? 'Down' : down.length > 0 ? 'Degraded' : 'Operational';
+    if (down.includes('Database')) return 'Down';
+    return down.length > 0 || ownProviders?.status === 'down' ? 'Degraded' : 'Operational';
+  }
+
+  /** The report: the platform's spec rows, the providers' row, then the other components. */
+  function report(rows: ComponentHealth[], providers: ComponentHealth, status: Status) {
     const now = clock();
+    const specRows = 2 + PLATFORM_ROWS.length; // API, Database, then Redis and Vector Search
     return {
-      status: status as 'Operational' | 'Degraded' | 'Down',
-      components: rows,
+      status,
+      components: [...rows.slice(0, specRows), providers, ...rows.slice(specRows)],
       started_at: deps.startedAt,
       uptime_seconds: Math.floor((now.getTime() - deps.startedAt.getTime()) / 1000),
       checked_at: now,
@@ -124,18 +184,26 @@ export function createSystemService(deps: SystemDependencies) {
   }
 
   /**
+   * The health report, checked now (the database pinged, each component asked). Operators see
+   * the providers of every workspace; anyone else sees no count or failure of another tenant.
+   */
+  async function health(viewer: HealthViewer = { operator: false }) {
+    const [rows, providers] = await Promise.all([platformRows(), providersRow(viewer)]);
+    return report(rows, providers, statusOf(rows));
+  }
+
+  /**
    * Minutes with a heartbeat over the minutes of the last 24 hours since the first heartbeat
    * (the current minute counts once recorded). Null before any heartbeat.
    */
   async function uptime(db: Db, now: Date) {
-    const repo = createSystemRepository(db);
     const current = minuteOf(now);
     const windowStart = new Date(current.getTime() - (UPTIME_WINDOW_MINUTES - 1) * MINUTE_MS);
-    const { first, recorded } = await repo.span(windowStart);
+    const { first, recorded, hasMinute } = await createSystemRepository(db).span(windowStart, current);
     if (!first)
       return { percent: null, reason: 'no heartbeat recorded yet', since: null, minutes: 0, recorded };
     let minutes = Math.round((current.getTime() - first.getTime()) / MINUTE_MS) + 1;
-    if (!(await repo.hasMinute(current))) minutes -= 1;
+    if (!hasMinute) minutes -= 1;
     if (minutes <= 0)
       return { percent: null, reason: 'no whole minute recorded yet', since: first, minutes, recorded };
     return {
@@ -146,72 +214,110 @@ export function createSystemService(deps: SystemDependencies) {
     };
   }
 
+  const shareMs = deps.shareMs ?? METRICS_SHARE_MS;
+  /** The platform rows and the uptime: the same for every workspace, so shared by all of them. */
+  const sharedPlatform = shareFor<{ rows: ComponentHealth[]; up: Awaited<ReturnType<typeof uptime>> }>(
+    shareMs,
+    clock,
+  );
+  const sharedMetrics = shareFor<Awaited<ReturnType<typeof computeMetrics>>>(shareMs, clock);
+
+  /** The dashboard's figures for one workspace, computed now (docs/analytics.md). */
+  async function computeMetrics(m: MetricsDependencies, workspaceId: string) {
+    const now = clock();
+    const since = new Date(now.getTime() - KPI_WINDOW_MS);
+    const [counts, platform, providers] = await Promise.all([
+      m.analytics.dashboardCounts(workspaceId, since, now),
+      sharedPlatform('platform', async () => {
+        const [rows, up] = await Promise.all([platformRows(), uptime(m.db, now)]);
+        return { rows, up };
+      }),
+      providersRow({ workspaceId }),
+    ]);
+    const { runs, live, agents, documents, searches: hits } = counts;
+    const up = platform.up;
+    const { status, components: rows } = report(platform.rows, providers, statusOf(platform.rows, providers));
+    const finished = runs.completed + runs.failed;
+    const tooFew =
+      finished < MIN_SAMPLE
+        ? `${finished} finished runs in 24 hours; at least ${MIN_SAMPLE} needed`
+        : undefined;
+    const kpi = (value: number | null, ifNone: string): Kpi =>
+      tooFew ? { value: null, reason: tooFew } : value === null ? { value: null, reason: ifNone } : { value };
+    const hitRate: Kpi =
+      hits.searches < MIN_SAMPLE
+        ? { value: null, reason: `${hits.searches} searches in 24 hours; at least ${MIN_SAMPLE} needed` }
+        : { value: hits.hits / hits.searches };
+    const active = live.running + live.queued;
+    const utilisation = agents.total === 0 ? null : Math.round((agents.busy / agents.total) * 1000) / 10;
+    return {
+      window: { from: since, to: now },
+      runs: { total: runs.runs, finished, completed: runs.completed, failed: runs.failed },
+      success_rate: kpi(finished === 0 ? null : runs.completed / finished, 'no finished run'),
+      latency_p50_ms: kpi(roundMs(runs.latency_p50_ms), 'no run recorded a duration'),
+      latency_p95_ms: kpi(roundMs(runs.latency_p95_ms), 'no run recorded a duration'),
+      retrieval_hit_rate: { ...hitRate, searches: hits.searches, hits: hits.hits },
+      cost: kpi(runs.cost, 'no run'),
+      workflows: { running: live.running, queued: live.queued, active, band: loadBand(active) },
+      agents: {
+        total: agents.total,
+        active: agents.busy,
+        utilisation_percent: utilisation,
+        band: utilisationBand(utilisation),
+      },
+      documents,
+      system: {
+        status,
+        components: rows,
+        uptime_percent: up.percent,
+        ...(up.reason ? { uptime_reason: up.reason } : {}),
+        uptime_since: up.since,
+        uptime_window_minutes: up.minutes,
+        uptime_minutes_recorded: up.recorded,
+      },
+    };
+  }
+
   return {
     health,
 
-    /** The dashboard's figures for one workspace (docs/analytics.md). */
-    async metrics(workspaceId: string) {
+    /**
+     * The dashboard's figures for one workspace (docs/analytics.md), shared for `shareMs` by
+     * the requests of that workspace: concurrent requests wait for one computation, which
+     * costs one statement for the KPIs, and the component rows and uptime are shared by all
+     * workspaces. A failed computation is not kept.
+     */
+    metrics(workspaceId: string) {
       const m = deps.metrics;
       if (!m) throw new Error('system metrics need their dependencies');
-      const now = clock();
-      const since = new Date(now.getTime() - KPI_WINDOW_MS);
-      const [runs, live, agents, documents, hits, report, up] = await Promise.all([
-        m.analytics.runTotals(workspaceId, since, now),
-        m.analytics.liveRuns(workspaceId),
-        m.analytics.agentCounts(workspaceId),
-        m.knowledge.documentCounts(workspaceId),
-        m.retrieval.hitRate(workspaceId, since),
-        health(),
-        uptime(m.db, now),
-      ]);
-      const finished = runs.completed + runs.failed;
-      const tooFew =
-        finished < MIN_SAMPLE
-          ? `${finished} finished runs in 24 hours; at least ${MIN_SAMPLE} needed`
-          : undefined;
-      const kpi = (value: number | null, ifNone: string): Kpi =>
-        tooFew
-          ? { value: null, reason: tooFew }
-          : value === null
-            ? { value: null, reason: ifNone }
-            : { value };
-      const hitRate: Kpi =
-        hits.searches < MIN_SAMPLE
-          ? { value: null, reason: `${hits.searches} searches in 24 hours; at least ${MIN_SAMPLE} needed` }
-          : { value: hits.rate };
-      const active = live.running + live.queued;
-      const utilisation = agents.total === 0 ? null : Math.round((agents.busy / agents.total) * 1000) / 10;
-      return {
-        window: { from: since, to: now },
-        runs: { total: runs.runs, finished, completed: runs.completed, failed: runs.failed },
-        success_rate: kpi(finished === 0 ? null : runs.completed / finished, 'no finished run'),
-        latency_p50_ms: kpi(roundMs(runs.latency_p50_ms), 'no run recorded a duration'),
-        latency_p95_ms: kpi(roundMs(runs.latency_p95_ms), 'no run recorded a duration'),
-        retrieval_hit_rate: { ...hitRate, searches: hits.searches, hits: hits.hits },
-        cost: kpi(runs.cost, 'no run'),
-        workflows: { running: live.running, queued: live.queued, active, band: loadBand(active) },
-        agents: {
-          total: agents.total,
-          active: agents.busy,
-          utilisation_percent: utilisation,
-          band: utilisationBand(utilisation),
-        },
-        documents,
-        system: {
-          status: report.status,
-          components: report.components,
-          uptime_percent: up.percent,
-          ...(up.reason ? { uptime_reason: up.reason } : {}),
-          uptime_since: up.since,
-          uptime_window_minutes: up.minutes,
-          uptime_minutes_recorded: up.recorded,
-        },
-      };
+      return sharedMetrics(workspaceId, () => computeMetrics(m, workspaceId));
     },
   };
 }
 
 export type SystemService = ReturnType<typeof createSystemService>;
+
+/**
+ * A single-flight memo by key: the first caller computes, the callers within `ttlMs` of the
+ * computation's start share its promise (pending or settled), and a rejected computation is
+ * dropped at once so the next caller tries again. Expired entries go on the next computation,
+ * so the map holds only keys asked for within `ttlMs`.
+ */
+function shareFor<V>(ttlMs: number, clock: () => Date) {
+  const entries = new Map<string, { at: number; value: Promise<V> }>();
+  return (key: string, compute: () => Promise<V>): Promise<V> => {
+    const now = clock().getTime();
+    const entry = entries.get(key);
+    if (entry && now - entry.at < ttlMs) return entry.value;
+    for (const [stale, { at }] of entries) if (now - at >= ttlMs) entries.delete(stale);
+    const fresh = { at: now, value: compute() };
+    entries.set(key, fresh);
+    fresh.value.catch(() => {
+      if (entries.get(key) === fresh) entries.delete(key);
+    });
+    return fresh.value;
+  };
+}
 
 const roundMs = (value: number | null): number | null =>
   value === null ? null : Math.round(value * 10) / 10;
