@@ -757,7 +757,7 @@ async function main(): Promise<void> {
     ...database.env,
     REDIS_URL,
     QUEUE_PREFIX: `soak-${process.pid}`,
-    VAULT_ALLOW_LOOPBACK: 'true',
+    OUTBOUND_ALLOWED_CIDRS: '127.0.0.1/32',
     ...Object.fromEntries(
       Object.entries(process.env)
         .filter(([k]) => k.startsWith('SOAK_ENV_'))
