@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError, infrastructureFailure } from '../errors.ts';
 
 /** One Server-Sent Event: a name, a JSON payload and, for replayable streams, an id. */
 export interface SseEvent {
@@ -116,7 +116,12 @@ export function resumePoint(request: FastifyRequest, after?: number): number {
   return after ?? 0;
 }
 
+/**
+ * The last event's payload: an `AppError` as it is, the database or Redis failing (however
+ * wrapped) as its 503 code, so a client retries rather than reports a bug; anything else hidden.
+ */
 function streamError(error: unknown): { code: string; message: string } {
-  if (error instanceof AppError) return { code: error.code, message: error.message };
+  const known = infrastructureFailure(error) ?? error;
+  if (known instanceof AppError) return { code: known.code, message: known.message };
   return { code: 'internal_error', message: 'the stream failed; see the server log' };
 }
