@@ -372,6 +372,7 @@ export async function createServices(config: Config, database: Database, options
     analytics,
     system: createSystemService({
       pingDatabase: database.ping,
+      databaseBusy: database.busy,
       databaseKind: database.kind,
       startedAt: new Date(),
       // Reported under their names: Redis and the model providers fill the spec's rows.

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/transaction.ts';
+import { AppError } from '../../errors.ts';
 import type { Component, ComponentHealth } from '../../lifecycle.ts';
 import type { AnalyticsService } from '../analytics/analytics.service.ts';
 import type { KnowledgeService } from '../knowledge/knowledge.service.ts';
@@ -16,6 +17,8 @@ export interface MetricsDependencies {
 
 export interface SystemDependencies {
   pingDatabase(): Promise<void>;
+  /** Every database connection in use with requests waiting: a failed ping then means busy, not down. */
+  databaseBusy?(): boolean;
   databaseKind: string;
   startedAt: Date;
   /**
@@ -59,18 +62,33 @@ export function createSystemService(deps: SystemDependencies) {
   const clock = deps.clock ?? (() => new Date());
   const components = deps.components ?? [];
 
-  async function checkDatabase(): Promise<ComponentHealth> {
+  /**
+   * The database's row, and whether it is busy: a ping that could not get a connection
+   * because every one is in use (refused `database_busy`, or still waiting for one) says the
+   * database is answering others, so the row stays up and the report is Degraded, not Down.
+   */
+  async function checkDatabase(): Promise<ComponentHealth & { busy?: true }> {
     const started = performance.now();
+    const engine = deps.databaseKind === 'pglite' ? 'embedded PGlite' : 'PostgreSQL';
     try {
       await withTimeout(deps.pingDatabase(), PING_TIMEOUT_MS);
       return {
         name: 'Database',
         status: 'up',
         latency_ms: Math.round((performance.now() - started) * 10) / 10,
-        detail: deps.databaseKind === 'pglite' ? 'embedded PGlite' : 'PostgreSQL',
+        detail: engine,
       };
     } catch (error) {
       const timedOut = error instanceof Error && error.message === 'timeout';
+      const refusedBusy = error instanceof AppError && error.code === 'database_busy';
+      if (refusedBusy || (timedOut && deps.databaseBusy?.())) {
+        return {
+          name: 'Database',
+          status: 'up',
+          detail: `${engine}: busy, every connection is in use and requests wait for one (503 database_busy past DB_QUEUE_TIMEOUT_MS)`,
+          busy: true,
+        };
+      }
       return {
         name: 'Database',
         status: 'down',
@@ -110,9 +128,13 @@ export function createSystemService(deps: SystemDependencies) {
       ),
       ...others.map((c) => checkComponent(c.name, c)),
     ]);
-    const rows: ComponentHealth[] = [{ name: 'API', status: 'up' }, ...checked];
+    const [{ busy, ...database }, ...rest] = checked as [
+      ComponentHealth & { busy?: true },
+      ...ComponentHealth[],
+    ];
+    const rows: ComponentHealth[] = [{ name: 'API', status: 'up' }, database, ...rest];
     const down = rows.filter((c) => c.status === 'down').map((c) => c.name);
-    const status = down.includes('Database') ? 'Down' : down.length > 0 ? 'Degraded' : 'Operational';
+    const status = down.includes('Database') ? 'Down' : down.length > 0 || busy ? 'Degraded' : 'Operational';
     const now = clock();
     return {
       status: status as 'Operational' | 'Degraded' | 'Down',
