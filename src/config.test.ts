@@ -30,8 +30,8 @@ describe('loadConfig', () => {
     ]);
   });
 
-  it('bounds the wait for a connection: 5 s and 1000 waiting by default, both settable and checked', () => {
-    expect(loadConfig({}).database).toMatchObject({ queueTimeoutMs: 5_000, queueMax: 1000 });
+  it('bounds the wait for a connection: 15 s and 1000 waiting by default, both settable and checked', () => {
+    expect(loadConfig({}).database).toMatchObject({ queueTimeoutMs: 15_000, queueMax: 1000 });
     expect(loadConfig({ DB_QUEUE_TIMEOUT_MS: '50', DB_QUEUE_MAX: '8' }).database).toMatchObject({
       queueTimeoutMs: 50,
       queueMax: 8,
@@ -51,7 +51,7 @@ describe('loadConfig', () => {
     });
     expect(config.database).toMatchObject({ kind: 'postgres', host: 'db', port: 5432, database: 'app' });
     // The pool's size and the line in front of it (README "Pool sizing").
-    expect(config.database).toMatchObject({ poolMax: 20, queueTimeoutMs: 5_000, queueMax: 1000 });
+    expect(config.database).toMatchObject({ poolMax: 20, queueTimeoutMs: 15_000, queueMax: 1000 });
   });
 
   it('admits loopback for connection tests in development only, when asked', () => {

@@ -313,7 +313,7 @@ function readDatabase(
   const given = required.filter((name) => env[name] !== undefined && env[name] !== '');
   const port = int('POSTGRES_PORT', 5432, 1, 65535);
   const poolMax = int('POSTGRES_POOL_MAX', 20, 1, 1000);
-  const queueTimeoutMs = int('DB_QUEUE_TIMEOUT_MS', 5_000, 1, 60_000);
+  const queueTimeoutMs = int('DB_QUEUE_TIMEOUT_MS', 15_000, 1, 60_000);
   const queueMax = int('DB_QUEUE_MAX', 1000, 1, 100_000);
   if (given.length === 0 && !production) return { kind: 'pglite', dataDir, queueTimeoutMs, queueMax };
   const missing = required.filter((name) => !given.includes(name));

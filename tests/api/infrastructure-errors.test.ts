@@ -222,3 +222,47 @@ describe('the database away during a tool’s database use (its vault read)', ()
     expect(step.tool_calls[0].output).toMatchObject({ status: 200 });
   });
 });
+
+describe('the database away during a policy’s assembly (its A/B exposure write)', () => {
+  /** An agent whose policy is in an A/B test: assembling its context records the unit's exposure. */
+  async function policyAgent(actor: Actor) {
+    for (const text of ['Version one.', 'Version two.']) {
+      const saved = await t.call(actor, 'PUT', '/api/policy/persona', {
+        sections: [{ name: 'p', kind: 'persona', text }],
+      });
+      expect(saved.statusCode, saved.body).toBeLessThan(300);
+    }
+    const set = await t.call(actor, 'POST', '/api/policy/abtest/set', {
+      policy_a: { policy_id: 'persona', version: 1 },
+      policy_b: { policy_id: 'persona', version: 2 },
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    return buildAgent(t, actor, { model: null, policy: { id: 'persona' } });
+  }
+
+  it('a run is handed back, not failed, and completes once the database is back', async () => {
+    const actor = await workspaceWithProvider('policy-run', true);
+    const agents = [await policyAgent(actor), await buildAgent(t, actor, { model: null })];
+    const hits = await outageHits();
+    await databaseGoesAwayOn('policy_exposures', actor.workspaceId);
+    const workflow = await buildWorkflow(t, actor, { goal: 'Do the thing', agents: agents.map((a) => a.id) });
+    const started = await t.call(actor, 'POST', `/api/workflows/${workflow.id}/run`, {
+      context: { conversation_id: 'conv-policy-run' },
+    });
+    expect(started.statusCode, started.body).toBe(202);
+    await expectHandedBackThenCompleted(actor, started.json().id, hits);
+  });
+
+  it('chat answers 503 database_unavailable before streaming, and the model is not called', async () => {
+    const actor = await workspaceWithProvider('policy-chat', true);
+    const agent = await policyAgent(actor);
+    await databaseGoesAwayOn('policy_exposures', actor.workspaceId);
+    const stream = await openEventStream(`${base}/api/chat`, actor.headers, {
+      message: 'hello',
+      agent_id: agent.id,
+    });
+    expect(stream.status).toBe(503);
+    expect(stream.problem).toMatchObject({ status: 503, code: 'database_unavailable' });
+    expect(llm.modelRequests()).toHaveLength(0);
+  });
+});
