@@ -685,6 +685,8 @@ interface ClientFigures {
   runsPerSecond: number;
   started: number;
   failed: number;
+  /** Why the failed runs failed, by reason and error. */
+  failedKinds: string;
   notFinished: number;
   /** 503 answers, any request. */
   unavailable: number;
@@ -701,6 +703,7 @@ async function loadClients(server: ApiServer, workflowId: string, clients: numbe
   let started = 0;
   let completedInWindow = 0;
   let failed = 0;
+  const failures = new Map<string, number>();
   let notFinished = 0;
   let unavailable = 0;
   const refused = new Map<string, number>();
@@ -725,11 +728,14 @@ async function loadClients(server: ApiServer, workflowId: string, clients: numbe
       for (;;) {
         await sleep(100);
         const read = (await note(await call(server, 'GET', `/api/runs/${run.id}`))) as
-          | { status: string }
+          | { status: string; failure_reason: string | null; error: string | null }
           | undefined;
         if (read?.status === 'Completed' || read?.status === 'Failed' || read?.status === 'Cancelled') {
-          if (read.status === 'Failed') failed += 1;
-          else if (Date.now() < until) completedInWindow += 1;
+          if (read.status === 'Failed') {
+            failed += 1;
+            const kind = `${read.failure_reason}: ${read.error?.slice(0, 120)}`;
+            failures.set(kind, (failures.get(kind) ?? 0) + 1);
+          } else if (Date.now() < until) completedInWindow += 1;
           break;
         }
         if (Date.now() > drainUntil) {
@@ -745,6 +751,7 @@ async function loadClients(server: ApiServer, workflowId: string, clients: numbe
     runsPerSecond: completedInWindow / SECONDS,
     started,
     failed,
+    failedKinds: [...failures].map(([kind, n]) => `${n} ${kind}`).join(', '),
     notFinished,
     unavailable,
     refusedKinds: [...refused].map(([kind, n]) => `${n} ${kind}`).join(', '),
@@ -920,7 +927,7 @@ if (clientFigures.length > 0) {
   console.log('|---:|---:|---:|---:|---|---:|---:|---|');
   for (const f of clientFigures) {
     console.log(
-      `| ${f.clients} | ${count(f.runsPerSecond)} | ${count(f.started)} | ${f.unavailable} | ${f.refusedKinds || '–'} | ${f.failed} | ${f.notFinished} | 0 503, 0 failed |`,
+      `| ${f.clients} | ${count(f.runsPerSecond)} | ${count(f.started)} | ${f.unavailable} | ${f.refusedKinds || '–'} | ${f.failed}${f.failedKinds ? ` (${f.failedKinds})` : ''} | ${f.notFinished} | 0 503, 0 failed |`,
     );
   }
 }

@@ -103,6 +103,19 @@ describe('PGlite under more load than its single connection serves', () => {
     expect(await storedNames(t, actor)).toEqual(['before', ...created].sort());
   });
 
+  it('health says the database is busy (Degraded), not Down, while its connection is held', async () => {
+    t = await pgliteApp({ DB_QUEUE_TIMEOUT_MS: '100' });
+    const actor = await t.newWorkspace();
+    const held = holdDatabase(t, 1500);
+    const answer = await t.call(actor, 'GET', '/api/system/health');
+    await held;
+    expect(answer.statusCode, answer.body).toBe(200);
+    expect(answer.json().status).toBe('Degraded');
+    const database = answer.json().components.find((c: { name: string }) => c.name === 'Database');
+    expect(database).toMatchObject({ status: 'up' });
+    expect(database.detail).toMatch(/busy/);
+  });
+
   it('serves a burst within the default limits without refusing anyone', async () => {
     t = await pgliteApp({});
     const actor = await t.newWorkspace();

@@ -150,6 +150,24 @@ describe('the database away during the vault read of the provider key', () => {
     await expectHandedBackThenCompleted(actor, runId, hits);
   });
 
+  it('a run handed back more often than a run may lose its worker is still not failed', async () => {
+    const actor = await workspaceWithProvider('vault-run-often');
+    const agents = [await buildAgent(t, actor, { model: null }), await buildAgent(t, actor, { model: null })];
+    const hits = await outageHits();
+    await databaseGoesAwayOn('credential_audit_logs', actor.workspaceId);
+    const runId = await runOf(actor, agents);
+    // Three lost workers fail a run (`interrupted`); hand-backs for the database are not lost workers.
+    const deadline = Date.now() + 45_000;
+    while ((await outageHits()) < hits + 4 && Date.now() < deadline) {
+      if ((await readRun(actor, runId)).status === 'Failed') break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const during = await readRun(actor, runId);
+    expect(during.status, JSON.stringify(during)).not.toBe('Failed');
+    expect(await outageHits()).toBeGreaterThanOrEqual(hits + 4);
+    await expectHandedBackThenCompleted(actor, runId, hits);
+  }, 90_000);
+
   it('chat answers 503 database_unavailable with Retry-After, not 502, and stores nothing', async () => {
     const actor = await workspaceWithProvider('vault-chat');
     await databaseGoesAwayOn('credential_audit_logs', actor.workspaceId);

@@ -605,7 +605,12 @@ export function createRunEngine(deps: RunEngineDependencies) {
     });
   }
 
-  /** Hands the run back: Queued again with no owner, so the next claim need not wait for the lease. */
+  /**
+   * Hands the run back: Queued again with no owner, so the next claim need not wait for the
+   * lease. This claim is not counted against `maxClaims`, which counts workers lost: a run
+   * handed back because the database was away or busy, or its worker was stopping, must
+   * never end Failed `interrupted` for it, however often that happens.
+   */
   async function handBack(run: RunRow, reason: string): Promise<void> {
     await deps.commit(
       run,
@@ -614,6 +619,8 @@ export function createRunEngine(deps: RunEngineDependencies) {
           status: 'Queued',
           lease_owner: null,
           lease_expires_at: null,
+          // The first claim stays counted: the next one is a resumption (`run.resumed`).
+          attempts: sql`greatest(attempts - 1, 1)`,
         });
         if (row) log.event('run.requeued', { reason });
       },

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/transaction.ts';
-import { AppError } from '../../errors.ts';
+import { infrastructureFailure } from '../../errors.ts';
 import type { Component, ComponentHealth } from '../../lifecycle.ts';
 import type { AnalyticsService } from '../analytics/analytics.service.ts';
 import type { KnowledgeService } from '../knowledge/knowledge.service.ts';
@@ -80,7 +80,7 @@ export function createSystemService(deps: SystemDependencies) {
       };
     } catch (error) {
       const timedOut = error instanceof Error && error.message === 'timeout';
-      const refusedBusy = error instanceof AppError && error.code === 'database_busy';
+      const refusedBusy = infrastructureFailure(error)?.code === 'database_busy';
       if (refusedBusy || (timedOut && deps.databaseBusy?.())) {
         return {
           name: 'Database',
