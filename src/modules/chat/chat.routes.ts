@@ -22,7 +22,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ chat: ChatService }> = asyn
         tags,
         summary: 'Send a message; the answer streams as Server-Sent Events',
         description:
-          'Answers with text/event-stream. What fails before the model’s first output is an ordinary problem+json answer and stores nothing: an unknown conversation (404 conversation_not_found) or agent (404 agent_not_found), a bad body (400), or every provider failing (502 provider_error / 504 provider_timeout, with each attempt in `errors`). After the stream started, a failure is a last `error` event. Closing the connection aborts the provider call. The model is the agent’s, else the workspace’s default; with no provider configured, the built-in local provider answers.',
+          'Answers with text/event-stream. What fails before the model’s first output is an ordinary problem+json answer and stores nothing: an unknown conversation (404 conversation_not_found) or agent (404 agent_not_found), a bad body (400), or every provider failing (502 provider_error / 504 provider_timeout, with each attempt in `errors`); the database unavailable or busy is 503 database_unavailable / database_busy, never a provider error. After the stream started, a failure is a last `error` event (with `database_unavailable` when the database went away). Closing the connection aborts the provider call. The model is the agent’s, else the workspace’s default; with no provider configured, the built-in local provider answers.',
         body: ChatBody,
         response: { 200: ChatStreamResponse },
       },
