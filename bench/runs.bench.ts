@@ -17,6 +17,13 @@
  * The CPU time each part of the system used in the window (from /proc, Linux only), per run
  * finished, says where a run's cost goes: a steadier figure than runs/s on a noisy machine.
  *
+ * Clients (setup `clients`, on the embedded default with no DB_QUEUE_* set): BENCH_CLIENTS
+ * (default `20,50`) closed-loop clients, each starting a two-step run, following it
+ * (`GET /api/runs/{id}` every 100 ms) to its end and starting the next, for BENCH_SECONDS;
+ * counted: runs completed per second, 503 answers (`database_busy`), other refusals, runs
+ * that ended Failed, runs not finished after the drain. The embedded default must hold 50
+ * such clients with no 503 and no failed run.
+ *
  * Chat (setups a and b, whose API process serves chat): the platform's added time to first
  * byte, that is the client's time from sending `POST /api/chat` to its first `delta` SSE event,
  * minus the provider's own time to first byte (the loopback server's first byte written minus
@@ -26,7 +33,7 @@
  * PostgreSQL (127.0.0.1:5432 or POSTGRES_*) and Redis (REDIS_URL or 127.0.0.1:6379) are needed
  * for b and c: their columns are skipped, and said so, when either does not answer. Throwaway
  * databases, temporary data directories and a QUEUE_PREFIX of its own, all removed at the end.
- * BENCH_SETUPS (default `embedded,redis1,redis2`), BENCH_SECONDS, BENCH_WARMUP_SECONDS
+ * BENCH_SETUPS (default `embedded,clients,redis1,redis2`), BENCH_SECONDS, BENCH_WARMUP_SECONDS
  * (default 3), BENCH_POSTERS (default 16), BENCH_CHAT_REQUESTS (default 200),
  * BENCH_CHAT_STREAMS (default 200) tune it; BENCH_NODE_FLAGS adds Node flags to the spawned
  * processes (`--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them).
@@ -62,7 +69,8 @@ const SLOW_FIRST_BYTE_MS = 50;
 const CONCURRENCY = Number(process.env.WORKER_CONCURRENCY ?? 10);
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const QUEUE_PREFIX = `bench-runs-${process.pid}`;
-const setups = (process.env.BENCH_SETUPS ?? 'embedded,redis1,redis2').split(',');
+const setups = (process.env.BENCH_SETUPS ?? 'embedded,clients,redis1,redis2').split(',');
+const CLIENTS = (process.env.BENCH_CLIENTS ?? '20,50').split(',').map(Number);
 const loadAverageAtStart = os.loadavg();
 
 interface ApiServer {
@@ -206,20 +214,24 @@ async function callJson<T>(server: ApiServer, method: string, url: string, body?
   return JSON.parse(text) as T;
 }
 
-/** The workspace's default model is the loopback server; one agent on it; a workflow of that agent. */
-async function seed(server: ApiServer, llm: LlmServer): Promise<string> {
+/** The workspace's default model is the loopback server; `steps` agents on it; a workflow of them. */
+async function seed(server: ApiServer, llm: LlmServer, steps = 1): Promise<string> {
   await callJson(server, 'PUT', '/api/settings/providers', {
     providers: [{ id: 'loop', kind: 'openai_compatible', base_url: llm.url, credential_id: null }],
     default_model: { provider: 'loop', name: 'm' },
   });
-  const agent = await callJson<{ id: string }>(server, 'POST', '/api/agents', {
-    name: 'Bench agent',
-    model: null,
-  });
+  const agents: string[] = [];
+  for (let step = 0; step < steps; step++) {
+    const agent = await callJson<{ id: string }>(server, 'POST', '/api/agents', {
+      name: `Bench agent ${step + 1}`,
+      model: null,
+    });
+    agents.push(agent.id);
+  }
   const workflow = await callJson<{ id: string }>(server, 'POST', '/api/workflows', {
-    name: 'Bench workflow',
+    name: `Bench workflow of ${steps}`,
     goal: 'Answer at once',
-    agents: [agent.id],
+    agents,
   });
   return workflow.id;
 }
@@ -667,6 +679,103 @@ async function benchEmbedded(llm: LlmServer): Promise<Column> {
   }
 }
 
+/** What closed-loop clients with a run in flight each saw on the embedded default. */
+interface ClientFigures {
+  clients: number;
+  runsPerSecond: number;
+  started: number;
+  failed: number;
+  /** Why the failed runs failed, by reason and error. */
+  failedKinds: string;
+  notFinished: number;
+  /** 503 answers, any request. */
+  unavailable: number;
+  /** Other answers that were not 2xx, by status and code. */
+  refusedKinds: string;
+}
+
+/**
+ * `clients` closed-loop clients for SECONDS: each starts a two-step run, follows it to its
+ * end (a read every 100 ms, as a console does) and starts the next; then the runs drain.
+ */
+async function loadClients(server: ApiServer, workflowId: string, clients: number): Promise<ClientFigures> {
+  const until = Date.now() + SECONDS * 1000;
+  let started = 0;
+  let completedInWindow = 0;
+  let failed = 0;
+  const failures = new Map<string, number>();
+  let notFinished = 0;
+  let unavailable = 0;
+  const refused = new Map<string, number>();
+  const note = async (response: Response): Promise<unknown> => {
+    const text = await response.text();
+    if (response.ok) return JSON.parse(text);
+    if (response.status === 503) unavailable += 1;
+    else {
+      const kind = `${response.status} ${(JSON.parse(text) as { code?: string }).code ?? ''}`.trim();
+      refused.set(kind, (refused.get(kind) ?? 0) + 1);
+    }
+    return undefined;
+  };
+  const client = async () => {
+    while (Date.now() < until) {
+      const run = (await note(await call(server, 'POST', `/api/workflows/${workflowId}/run`, {}))) as
+        | { id: string }
+        | undefined;
+      if (!run) continue;
+      started += 1;
+      const drainUntil = until + 60_000;
+      for (;;) {
+        await sleep(100);
+        const read = (await note(await call(server, 'GET', `/api/runs/${run.id}`))) as
+          | { status: string; failure_reason: string | null; error: string | null }
+          | undefined;
+        if (read?.status === 'Completed' || read?.status === 'Failed' || read?.status === 'Cancelled') {
+          if (read.status === 'Failed') {
+            failed += 1;
+            const kind = `${read.failure_reason}: ${read.error?.slice(0, 120)}`;
+            failures.set(kind, (failures.get(kind) ?? 0) + 1);
+          } else if (Date.now() < until) completedInWindow += 1;
+          break;
+        }
+        if (Date.now() > drainUntil) {
+          notFinished += 1;
+          break;
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: clients }, client));
+  return {
+    clients,
+    runsPerSecond: completedInWindow / SECONDS,
+    started,
+    failed,
+    failedKinds: [...failures].map(([kind, n]) => `${n} ${kind}`).join(', '),
+    notFinished,
+    unavailable,
+    refusedKinds: [...refused].map(([kind, n]) => `${n} ${kind}`).join(', '),
+  };
+}
+
+/** The embedded default (no DB_QUEUE_* set) under each count of closed-loop clients in turn. */
+async function benchClients(llm: LlmServer): Promise<ClientFigures[]> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-runs-clients-'));
+  let server: ApiServer | undefined;
+  try {
+    server = await startApiServer({ DATA_DIR: dataDir, RUN_MODE: 'all' });
+    const workflowId = await seed(server, llm, 2);
+    llm.reset();
+    llm.fallbackReply = { type: 'text', text: 'done' };
+    const figures: ClientFigures[] = [];
+    for (const clients of CLIENTS) figures.push(await loadClients(server, workflowId, clients));
+    return figures;
+  } finally {
+    if (server) await stopChild(server.child);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 async function benchRedis(llm: LlmServer, workers: number, withChat: boolean): Promise<Column> {
   const name = `(${workers === 1 ? 'b' : 'c'}) PostgreSQL + Redis, API + ${workers} worker${workers === 1 ? '' : 's'}`;
   if (!(await redisReachable())) return { name, skipped: `Redis not reachable at ${REDIS_URL}` };
@@ -702,8 +811,10 @@ async function benchRedis(llm: LlmServer, workers: number, withChat: boolean): P
 
 const llm = await startOpenAiServer();
 const columns: Column[] = [];
+let clientFigures: ClientFigures[] = [];
 try {
   if (setups.includes('embedded')) columns.push(await benchEmbedded(llm));
+  if (setups.includes('clients')) clientFigures = await benchClients(llm);
   if (setups.includes('redis1')) columns.push(await benchRedis(llm, 1, true));
   if (setups.includes('redis2')) columns.push(await benchRedis(llm, 2, false));
 } finally {
@@ -805,4 +916,18 @@ console.log(`| figure | ${shown.map((column) => column.name).join(' | ')} | targ
 console.log(`|---|${shown.map(() => '---:').join('|')}|---|`);
 for (const [label, cell, target] of rows) {
   console.log(`| ${label} | ${shown.map(cell).join(' | ')} | ${target} |`);
+}
+if (clientFigures.length > 0) {
+  console.log(
+    `\nEmbedded default (PGlite, no DB_QUEUE_* set), closed-loop clients each with a two-step run in flight, ${SECONDS} s each:\n`,
+  );
+  console.log(
+    '| clients | runs completed per second | runs started | 503 answers | other refusals | runs Failed | not finished after the drain | target |',
+  );
+  console.log('|---:|---:|---:|---:|---|---:|---:|---|');
+  for (const f of clientFigures) {
+    console.log(
+      `| ${f.clients} | ${count(f.runsPerSecond)} | ${count(f.started)} | ${f.unavailable} | ${f.refusedKinds || '–'} | ${f.failed}${f.failedKinds ? ` (${f.failedKinds})` : ''} | ${f.notFinished} | 0 503, 0 failed |`,
+    );
+  }
 }

@@ -4,8 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyServerOptions } from 'fastify';
-import { isDatabaseUnavailable } from './db/errors.ts';
-import { databaseUnavailable } from './errors.ts';
+import { infrastructureFailure } from './errors.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerBodyDrain } from './http/body-drain.ts';
 import { registerCors } from './http/cors.ts';
@@ -75,9 +74,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   // The API speaks JSON only: anything else is 415 rather than a string body.
   app.removeContentTypeParser('text/plain');
   app.addSchema(ProblemSchema);
-  registerErrorHandling(app, config.bodyLimit, (error) =>
-    isDatabaseUnavailable(error) ? databaseUnavailable() : error,
-  );
+  registerErrorHandling(app, config.bodyLimit, (error) => infrastructureFailure(error) ?? error);
 
   // WebSocket upgrades run through the same hooks as any request (auth, input guard). First,
   // so its hook marks an upgrade before any other can refuse it: a refused upgrade is then

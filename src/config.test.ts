@@ -30,8 +30,8 @@ describe('loadConfig', () => {
     ]);
   });
 
-  it('bounds the wait for PGlite: 300 ms and 256 waiting by default, both settable and checked', () => {
-    expect(loadConfig({}).database).toMatchObject({ queueTimeoutMs: 300, queueMax: 256 });
+  it('bounds the wait for a connection: 15 s and 1000 waiting by default, both settable and checked', () => {
+    expect(loadConfig({}).database).toMatchObject({ queueTimeoutMs: 15_000, queueMax: 1000 });
     expect(loadConfig({ DB_QUEUE_TIMEOUT_MS: '50', DB_QUEUE_MAX: '8' }).database).toMatchObject({
       queueTimeoutMs: 50,
       queueMax: 8,
@@ -50,6 +50,8 @@ describe('loadConfig', () => {
       POSTGRES_PASSWORD: 'p',
     });
     expect(config.database).toMatchObject({ kind: 'postgres', host: 'db', port: 5432, database: 'app' });
+    // The pool's size and the line in front of it (README "Pool sizing").
+    expect(config.database).toMatchObject({ poolMax: 20, queueTimeoutMs: 15_000, queueMax: 1000 });
   });
 
   it('refuses private networks unless the operator opens them, with listed exceptions', () => {

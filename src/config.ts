@@ -12,6 +12,10 @@ export type DatabaseConfig =
       user: string;
       password: string;
       poolMax: number;
+      /** Milliseconds a request may wait while every pooled connection is in use before 503 `database_busy`. */
+      queueTimeoutMs: number;
+      /** Requests that may wait for a pooled connection at once; one more is answered 503 `database_busy` at once. */
+      queueMax: number;
     }
   | {
       kind: 'pglite';
@@ -358,9 +362,9 @@ function readDatabase(
   const required = ['POSTGRES_DB', 'POSTGRES_USER', 'POSTGRES_PASSWORD', 'POSTGRES_HOST'] as const;
   const given = required.filter((name) => env[name] !== undefined && env[name] !== '');
   const port = int('POSTGRES_PORT', 5432, 1, 65535);
-  const poolMax = int('POSTGRES_POOL_MAX', 10, 1, 1000);
-  const queueTimeoutMs = int('DB_QUEUE_TIMEOUT_MS', 300, 1, 60_000);
-  const queueMax = int('DB_QUEUE_MAX', 256, 1, 100_000);
+  const poolMax = int('POSTGRES_POOL_MAX', 20, 1, 1000);
+  const queueTimeoutMs = int('DB_QUEUE_TIMEOUT_MS', 15_000, 1, 60_000);
+  const queueMax = int('DB_QUEUE_MAX', 1000, 1, 100_000);
   if (given.length === 0 && !production) return { kind: 'pglite', dataDir, queueTimeoutMs, queueMax };
   const missing = required.filter((name) => !given.includes(name));
   if (missing.length > 0) {
@@ -378,6 +382,8 @@ function readDatabase(
     user: env.POSTGRES_USER ?? '',
     password: env.POSTGRES_PASSWORD ?? '',
     poolMax,
+    queueTimeoutMs,
+    queueMax,
   };
 }
 

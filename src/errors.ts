@@ -1,3 +1,5 @@
+import { isDatabaseUnavailable } from './db/errors.ts';
+
 /**
  * Every stable error code the API answers, with its HTTP status. Clients switch on these,
  * so the list is closed: `AppError` accepts nothing else, README's "Error codes" table
@@ -180,11 +182,45 @@ const DATABASE_RETRY_AFTER_SECONDS = 5;
  * A write that got this answer was not committed, unless its COMMIT reached the server and
  * only the answer was lost, so clients retry creates idempotently.
  */
-export const databaseUnavailable = (): AppError =>
-  new AppError(
-    503,
-    'database_unavailable',
-    'the database is unavailable; retry the request in a few seconds',
-    undefined,
-    { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+export const databaseUnavailable = (cause?: unknown): AppError =>
+  Object.assign(
+    new AppError(
+      503,
+      'database_unavailable',
+      'the database is unavailable; retry the request in a few seconds',
+      undefined,
+      { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+    ),
+    cause === undefined ? {} : { cause },
   );
+
+/** Codes that mean the platform's own infrastructure failed, not the request or a third party. */
+const INFRASTRUCTURE_CODES: ReadonlySet<ErrorCode> = new Set([
+  'database_unavailable',
+  'database_busy',
+  'redis_unavailable',
+]);
+
+/** How many wrappers deep an infrastructure failure is looked for (AI SDK, tools, drizzle). */
+const MAX_WRAPPERS = 8;
+
+/**
+ * The platform's own infrastructure failure carried by `error`, as the 503 a client gets, or
+ * undefined when the error is something else. Work that calls out (a provider call, a tool,
+ * a policy's assembly) catches errors to report them as that work's failure: a provider
+ * error, a tool error the model reads, a failed step. A database outage or a busy database
+ * met inside that work is none of those: the request must answer 503 and a run must be
+ * handed back to continue later. Libraries wrap what they catch (the AI SDK's `APICallError`
+ * around a failed fetch, a `ToolError` around a failed read, drizzle around the PGlite gate's
+ * refusal), so the cause chain is followed, and every such boundary asks this first and
+ * rethrows what it returns, unwrapped.
+ */
+export function infrastructureFailure(error: unknown): AppError | undefined {
+  let current = error;
+  for (let depth = 0; current instanceof Error && depth < MAX_WRAPPERS; depth++) {
+    // The first AppError decides: a provider_error that merely mentions a cause stays one.
+    if (current instanceof AppError) return INFRASTRUCTURE_CODES.has(current.code) ? current : undefined;
+    current = current.cause;
+  }
+  return isDatabaseUnavailable(error) ? databaseUnavailable(error) : undefined;
+}

@@ -384,6 +384,7 @@ export async function createServices(config: Config, database: Database, options
     analytics,
     system: createSystemService({
       pingDatabase: database.ping,
+      databaseBusy: database.busy,
       databaseKind: database.kind,
       startedAt: new Date(),
       // Redis fills the spec's row of that name; the model providers' row is per viewer.

@@ -9,9 +9,9 @@ import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
+import { ConnectionGate } from './connection-gate.ts';
 import { acquireDirectoryLock, type DirectoryLock } from './lock.ts';
 import { createResilientPool } from './pg-pool.ts';
-import { PgliteGate } from './pglite-gate.ts';
 import { pgliteTemplateFor } from './pglite-template.ts';
 import * as schema from './schema/index.ts';
 import { type Db, resolveLostCommits } from './transaction.ts';
@@ -22,6 +22,11 @@ export interface Database {
   kind: DatabaseConfig['kind'];
   /** Round-trips a trivial query; used by health checks. */
   ping(): Promise<void>;
+  /**
+   * True while every connection is in use and requests wait for one: the database answers,
+   * it is busy (health says so instead of Down when a ping cannot get a connection in time).
+   */
+  busy(): boolean;
   close(): Promise<void>;
   /** Present for PGlite only: the lock that keeps a second process out of the directory. */
   lock?: DirectoryLock;
@@ -30,8 +35,10 @@ export interface Database {
 }
 
 /**
- * How long a request waits for a PostgreSQL connection before it fails with 503: short, so an
- * unreachable database answers quickly instead of holding requests (and their sockets) open.
+ * How long opening a PostgreSQL connection may take before the request fails with 503
+ * `database_unavailable`: short, so an unreachable database answers quickly instead of
+ * holding requests (and their sockets) open. Waiting for a busy pool is bounded separately
+ * (`DB_QUEUE_TIMEOUT_MS`, then 503 `database_busy`).
  */
 const CONNECT_TIMEOUT_MS = 3000;
 
@@ -84,6 +91,8 @@ export async function openDatabase(
       max: config.poolMax,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       idleTimeoutMillis: 30_000,
+      queueTimeoutMs: config.queueTimeoutMs,
+      queueMax: config.queueMax,
     });
     const db = drizzleNodePg(pool, { schema }) as unknown as Db;
     resolveLostCommits(db);
@@ -94,6 +103,7 @@ export async function openDatabase(
       ping: async () => {
         await pool.query('select 1');
       },
+      busy: () => pool.saturated,
       close: () => pool.end(),
     };
   }
@@ -108,7 +118,7 @@ export async function openDatabase(
       loadDataDir: pgliteTemplateFor(directory),
     });
     for (const oid of DRIZZLE_TEXT_TYPES) pglite.parsers[oid] = asText;
-    const gate = new PgliteGate({ timeoutMs: config.queueTimeoutMs, maxQueue: config.queueMax });
+    const gate = new ConnectionGate({ timeoutMs: config.queueTimeoutMs, maxQueue: config.queueMax });
     const db = drizzlePglite(gated(pglite, gate), { schema }) as unknown as Db;
     return {
       db,
@@ -118,6 +128,7 @@ export async function openDatabase(
       ping: async () => {
         await db.execute(sql`select 1`);
       },
+      busy: () => gate.saturated,
       close: async () => {
         try {
           await pglite.close();
@@ -179,7 +190,7 @@ function withoutDrizzleParsers(options: QueryOptions | undefined): QueryOptions 
  * from outside runs in the middle of it (PGlite's own transaction mutex also ensures that).
  * Migrations use the raw instance before the service takes requests.
  */
-function gated(pglite: PGlite, gate: PgliteGate): PGlite {
+function gated(pglite: PGlite, gate: ConnectionGate): PGlite {
   const facade = Object.create(pglite) as PGlite;
   facade.query = (query, params, options) =>
     gate.run(() => pglite.query(query, params, withoutDrizzleParsers(options)));

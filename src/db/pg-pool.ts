@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { ConnectionGate } from './connection-gate.ts';
 import { DatabaseConnectionError } from './errors.ts';
 
 /** Options of the PostgreSQL pool that survives connections dying under it. */
@@ -11,18 +12,36 @@ export interface ResilientPoolOptions {
   /** Most connections the process holds open. */
   max: number;
   /**
-   * How long a checkout may wait for a connection, from the pool or a new one, before the
-   * request fails with 503 `database_unavailable`. A few seconds: a client waiting longer
-   * has usually given up, and a request must not hang while the database is unreachable.
+   * How long opening a new connection may take before the request fails with 503
+   * `database_unavailable`. A few seconds: a request must not hang while the database is
+   * unreachable. Waiting for a connection that others hold is not counted here (see below).
    */
   connectionTimeoutMillis: number;
+  /**
+   * How long a checkout may wait while every connection is in use before the request fails
+   * with 503 `database_busy` (backpressure: the database is fine, the pool is full).
+   */
+  queueTimeoutMs: number;
+  /** Checkouts that may wait at once; one more fails with 503 `database_busy` at once. */
+  queueMax: number;
   /** Idle connections are closed after this long, so a quiet service gives them back. */
   idleTimeoutMillis: number;
 }
 
+/** The pool, and whether it is full with callers waiting (busy, which is not down). */
+export type ResilientPool = pg.Pool & { readonly saturated: boolean };
+
 /**
- * A `pg.Pool` whose clients cannot take the process down or leak when their connection dies.
+ * A `pg.Pool` whose clients cannot take the process down or leak when their connection dies,
+ * and whose full pool is told apart from an unreachable database.
  *
+ * - pg-pool has one timeout for a checkout, whether it waited for a connection others hold
+ *   or for the server to answer, so under load a full pool was reported as an outage (503
+ *   `database_unavailable`, health Down). Checkouts first wait in a `ConnectionGate` with as
+ *   many places as the pool has connections: bounded (`queueMax`, `queueTimeoutMs`), served
+ *   oldest request first, refused with 503 `database_busy`. A checkout that passes the gate
+ *   always finds a free or a new connection, so pg-pool's own timeout measures only the
+ *   server.
  * - `pg` clients emit `'error'` when their connection dies (`pg_terminate_backend`, a failover,
  *   a network reset). The pool listens only while a client is idle; a checked-out client (one a
  *   Drizzle transaction holds) has no listener, and Node turns an unhandled `'error'` event into
@@ -37,7 +56,7 @@ export interface ResilientPoolOptions {
  * - A failed checkout rejects with `DatabaseConnectionError`, so a refused connection is told
  *   apart from other socket errors (see `isDatabaseUnavailable`).
  */
-export function createResilientPool(options: ResilientPoolOptions): pg.Pool {
+export function createResilientPool(options: ResilientPoolOptions): ResilientPool {
   const pool = new ReleasingPool(options);
   pool.on('error', () => {
     // An idle client lost its connection; pg-pool already removed it and opens a new one on demand.
@@ -51,6 +70,23 @@ export function createResilientPool(options: ResilientPoolOptions): pg.Pool {
 }
 
 class ReleasingPool extends pg.Pool {
+  private readonly gate: ConnectionGate;
+
+  constructor(options: ResilientPoolOptions) {
+    const { queueTimeoutMs, queueMax, ...poolOptions } = options;
+    super(poolOptions);
+    this.gate = new ConnectionGate({
+      timeoutMs: queueTimeoutMs,
+      maxQueue: queueMax,
+      connections: options.max,
+      what: 'the database connection pool',
+    });
+  }
+
+  get saturated(): boolean {
+    return this.gate.saturated;
+  }
+
   override connect(): Promise<pg.PoolClient>;
   override connect(
     callback: (
@@ -68,13 +104,47 @@ class ReleasingPool extends pg.Pool {
   ): Promise<pg.PoolClient> | undefined {
     // pool.query() uses the callback form and releases on every path itself.
     if (callback) {
-      super.connect(callback);
+      this.gate.acquire().then(
+        () =>
+          super.connect((error, client, done) => {
+            if (error || !client) {
+              this.gate.release();
+              callback(error, client, done);
+              return;
+            }
+            const held = releasingPlace(client, this.gate);
+            callback(undefined, held, (release?: unknown) =>
+              held.release(release as Error | boolean | undefined),
+            );
+          }),
+        (refusal: Error) => callback(refusal, undefined, () => {}),
+      );
       return undefined;
     }
-    return super.connect().then(releaseWhenConnectionEnds, (error: unknown) => {
-      throw new DatabaseConnectionError(error);
-    });
+    return this.gate.acquire().then(() =>
+      super.connect().then(
+        (client) => releaseWhenConnectionEnds(releasingPlace(client, this.gate)),
+        (error: unknown) => {
+          this.gate.release();
+          throw new DatabaseConnectionError(error);
+        },
+      ),
+    );
   }
+}
+
+/** Gives the client's place in the gate back when the client goes back to the pool, once. */
+function releasingPlace(client: pg.PoolClient, gate: ConnectionGate): pg.PoolClient {
+  const release = client.release;
+  let released = false;
+  client.release = (error?: Error | boolean) => {
+    if (!released) {
+      released = true;
+      gate.release();
+    }
+    return release(error);
+  };
+  return client;
 }
 
 /** Makes the pool take back a client whose connection ends while someone holds it. */

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError, infrastructureFailure } from '../errors.ts';
 import type { LiveStream } from './live-streams.ts';
 
 /** One Server-Sent Event: a name, a JSON payload and, for replayable streams, an id. */
@@ -134,8 +134,12 @@ export function resumePoint(request: FastifyRequest, after?: number): number {
   return after ?? 0;
 }
 
-/** The data of a last `error` event: the problem's stable code, its status and a message. */
+/**
+ * The last event's payload: an `AppError` as it is, the database or Redis failing (however
+ * wrapped) as its 503 code, so a client retries rather than reports a bug; anything else hidden.
+ */
 function streamError(error: unknown): { code: string; status: number; message: string } {
-  if (error instanceof AppError) return { code: error.code, status: error.status, message: error.message };
+  const known = infrastructureFailure(error) ?? error;
+  if (known instanceof AppError) return { code: known.code, status: known.status, message: known.message };
   return { code: 'internal_error', status: 500, message: 'the stream failed; see the server log' };
 }

@@ -143,8 +143,8 @@ describe("this repository's own src/", () => {
     const callerFiles = transaction?.callers.map((caller: { file: string }) => caller.file);
     expect(callerFiles).toContain('modules/agents/agents.service.ts');
 
-    const [gate] = (await search(owner, 'platform', 'PgliteGate.run')).results;
-    expect(gate).toMatchObject({ kind: 'method', qualified_name: 'PgliteGate.run', match: 'exact' });
+    const [gate] = (await search(owner, 'platform', 'ConnectionGate.run')).results;
+    expect(gate).toMatchObject({ kind: 'method', qualified_name: 'ConnectionGate.run', match: 'exact' });
 
     const [resolve] = (await search(owner, 'platform', 'resolveWithinRoot')).results;
     expect(resolve?.callees).toContainEqual(expect.objectContaining({ qualified_name: 'isInside' }));

@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
+import { buildAgent, buildWorkflow } from '../helpers/factories.ts';
+import { startOpenAiServer } from '../helpers/llm-servers.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /** PGlite whatever the suite runs on: the gate exists for the embedded database only. */
@@ -101,6 +103,19 @@ describe('PGlite under more load than its single connection serves', () => {
     expect(await storedNames(t, actor)).toEqual(['before', ...created].sort());
   });
 
+  it('health says the database is busy (Degraded), not Down, while its connection is held', async () => {
+    t = await pgliteApp({ DB_QUEUE_TIMEOUT_MS: '100' });
+    const actor = await t.newWorkspace();
+    const held = holdDatabase(t, 1500);
+    const answer = await t.call(actor, 'GET', '/api/system/health');
+    await held;
+    expect(answer.statusCode, answer.body).toBe(200);
+    expect(answer.json().status).toBe('Degraded');
+    const database = answer.json().components.find((c: { name: string }) => c.name === 'Database');
+    expect(database).toMatchObject({ status: 'up' });
+    expect(database.detail).toMatch(/busy/);
+  });
+
   it('serves a burst within the default limits without refusing anyone', async () => {
     t = await pgliteApp({});
     const actor = await t.newWorkspace();
@@ -108,4 +123,50 @@ describe('PGlite under more load than its single connection serves', () => {
     expect(refused).toEqual([]);
     expect(await storedNames(t, actor)).toEqual(created.sort());
   });
+});
+
+describe('a busy embedded database inside a run step', () => {
+  it('hands the run back instead of failing it; the run completes once the database is free', async () => {
+    t = await pgliteApp({ DB_QUEUE_TIMEOUT_MS: '1000', VAULT_ALLOW_LOOPBACK: 'true' });
+    const llm = await startOpenAiServer();
+    try {
+      const actor = await t.newWorkspace();
+      const settings = await t.call(actor, 'PUT', '/api/settings/providers', {
+        providers: [{ id: 'loop', kind: 'openai_compatible', base_url: llm.url, credential_id: null }],
+        default_model: { provider: 'loop', name: 'model-a' },
+      });
+      expect(settings.statusCode, settings.body).toBe(200);
+      const agents = [
+        await buildAgent(t, actor, { model: null }),
+        await buildAgent(t, actor, { model: null }),
+      ];
+      const workflow = await buildWorkflow(t, actor, { goal: 'Two steps', agents: agents.map((a) => a.id) });
+      llm.fallbackReply = { type: 'text', text: 'ok' };
+      // The first step's model answers while a long transaction holds the database: the step's
+      // own write of its answer waits past DB_QUEUE_TIMEOUT_MS (1 s) and is refused
+      // database_busy; the database is free again half a second later, in time for whatever
+      // the engine writes next (a failed run, before the fix).
+      llm.reply({ type: 'text', text: 'first' });
+      const held = llm.waitForModelRequests(1).then(() => holdDatabase(t as TestApp, 1500));
+      const started = await t.call(actor, 'POST', `/api/workflows/${workflow.id}/run`, {});
+      expect(started.statusCode, started.body).toBe(202);
+      const runId = started.json().id as string;
+      await held;
+      let run: Record<string, any> = {};
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline) {
+        run = (await t.call(actor, 'GET', `/api/runs/${runId}`)).json();
+        if (['Completed', 'Failed', 'Cancelled'].includes(run.status)) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(run.status, JSON.stringify(run)).toBe('Completed');
+      expect(run.failure_reason).toBeNull();
+      // The model was asked again for the first step: its refused answer was never recorded.
+      expect(llm.modelRequests().length).toBeGreaterThanOrEqual(3);
+      // Handed back and claimed again, rather than failed by the worker that met the busy database.
+      expect(run.attempts).toBeGreaterThanOrEqual(2);
+    } finally {
+      await llm.close();
+    }
+  }, 60_000);
 });

@@ -50,7 +50,7 @@ export async function createTestDatabaseEnv(): Promise<TestDatabaseEnv> {
         POSTGRES_DB: '',
         POSTGRES_USER: '',
         POSTGRES_PASSWORD: '',
-        // A busy CI machine can keep PGlite's connection longer than the service's 300 ms
+        // A busy CI machine can keep PGlite's connection longer than the service's 15 s
         // (a run executing beside the request): tests wait, and the tests of database_busy
         // set their own limits.
         DB_QUEUE_TIMEOUT_MS: '10000',

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../caller.ts';
 import type { Db } from '../../db/transaction.ts';
-import { AppError, invalid, notFound } from '../../errors.ts';
+import { AppError, infrastructureFailure, invalid, notFound } from '../../errors.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
 import type { PoliciesService } from '../policies/policies.service.ts';
 import type { ModelEvent, ModelGateway } from '../providers/providers.service.ts';
@@ -214,10 +214,11 @@ export function createChatService(deps: ChatDependencies) {
         });
       } catch (error) {
         if (!settled) {
+          const known = infrastructureFailure(error) ?? error;
           const reason = signal.aborted
             ? abortReason(signal)
-            : error instanceof AppError
-              ? `${error.code}: ${error.message}`
+            : known instanceof AppError
+              ? `${known.code}: ${known.message}`
               : 'internal_error: the answer failed';
           await settle({ content: text, tool_calls: toolCalls, citations, error: reason });
         }

@@ -12,7 +12,7 @@ import {
   tool,
 } from 'ai';
 import type { AppliedPrice } from '../../db/schema/settings.ts';
-import { AppError, type FieldError } from '../../errors.ts';
+import { AppError, type FieldError, infrastructureFailure } from '../../errors.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { AddressRefusedError, createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
@@ -163,6 +163,8 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
         const value = data[field];
         if (typeof value === 'string' && value !== '') return value;
       } catch (error) {
+        // The vault's database away or busy is the platform's failure, not the provider's.
+        throwIfInfrastructure(error);
         // A field the credential's type lacks is refused before any audit record: try the next.
         if (error instanceof AppError && error.code === 'validation_failed') continue;
         if (error instanceof AppError) {
@@ -293,6 +295,8 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
             yield { type: 'tool_result', id: part.toolCallId, name: part.toolName, output: part.output };
             break;
           case 'tool-error':
+            // A tool that met the database away ends the turn: the model must not answer without it.
+            throwIfInfrastructure(part.error);
             pendingTools = Math.max(0, pendingTools - 1);
             arm();
             yield {
@@ -304,6 +308,8 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
             };
             break;
           case 'error':
+            // The guarded fetch reads the workspace's address policy: the SDK wraps its failure.
+            throwIfInfrastructure(part.error);
             throw failure(describeError(part.error));
           case 'abort':
             request.signal.throwIfAborted();
@@ -336,6 +342,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     } catch (error) {
       request.signal.throwIfAborted();
       if (error instanceof AttemptFailure) throw error;
+      throwIfInfrastructure(error);
       if (timedOut) throw failure(`no output within ${provider.timeout_ms} ms`, true);
       throw failure(describeError(error));
     } finally {
@@ -491,6 +498,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       return embeddings;
     } catch (error) {
       request.signal?.throwIfAborted();
+      throwIfInfrastructure(error);
       if (error instanceof AppError) throw error;
       if (timedOut) {
         throw new AppError(504, 'provider_timeout', `${where}: no answer within ${provider.timeout_ms} ms`);
@@ -708,6 +716,16 @@ function describeError(error: unknown): string {
     return truncate(code ? `${error.message} (${code})` : error.message);
   }
   return 'the provider call failed';
+}
+
+/**
+ * Rethrows the platform's own failure (the database away or busy, Redis down) found anywhere
+ * in an error's cause chain, unwrapped: it is never a provider's failure, so it must not move
+ * the turn to a fallback model, fail a run's step or answer 502.
+ */
+function throwIfInfrastructure(error: unknown): void {
+  const infrastructure = infrastructureFailure(error);
+  if (infrastructure) throw infrastructure;
 }
 
 const truncate = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);

@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type SQL, sql } from 'drizzle-orm';
-import { isDatabaseUnavailable } from '../../db/errors.ts';
 import type { PlaybookTrigger, ToolCallRecord } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
+import { infrastructureFailure } from '../../errors.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import type { ActivityStatementEntry } from '../activity/activity.service.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
@@ -345,8 +345,11 @@ export function createRunEngine(deps: RunEngineDependencies) {
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         // Not the step's failure: the run is no longer this worker's, or the database is away
-        // (the run is handed back and continues after its last completed step).
-        if (error instanceof RunInterrupted || isDatabaseUnavailable(error)) throw error;
+        // or busy, met by the engine or inside the provider call, a tool or the policy's
+        // assembly (the run is handed back and continues after its last completed step).
+        if (error instanceof RunInterrupted) throw error;
+        const infrastructure = infrastructureFailure(error);
+        if (infrastructure) throw infrastructure;
         if (attempt < attempts) {
           await wait(retryDelayMs(attempt, 500, 30_000, deps.random), signal).catch(() => {
             throw signal.reason;
@@ -532,7 +535,14 @@ export function createRunEngine(deps: RunEngineDependencies) {
           : undefined;
       // Never started in the database and no longer this worker's: the new owner runs the step.
       if (!startWritten && interrupted?.reason === 'lease_lost') throw interrupted;
-      const message = interrupted ? `interrupted: ${interrupted.reason}` : describe(error);
+      // The database away or busy interrupts the attempt as a lost worker would: not the agent's failure.
+      const infrastructure = interrupted ? undefined : infrastructureFailure(error);
+      const message = interrupted
+        ? `interrupted: ${interrupted.reason}`
+        : infrastructure
+          ? `interrupted: ${infrastructure.code}`
+          : describe(error);
+      const agentFailed = !interrupted && !infrastructure;
       const failed = {
         status: 'Failed' as const,
         error: message,
@@ -549,7 +559,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
               'step',
               startWritten ? repo.endStepQuery(stepId, failed) : repo.insertStepQuery({ ...row, ...failed }),
             ],
-            ...agentStatus(agent, interrupted ? 'Idle' : 'Error'),
+            ...agentStatus(agent, agentFailed ? 'Error' : 'Idle'),
           ],
           events: [
             ...(startWritten ? [] : startEvents),
@@ -560,7 +570,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
           ],
           activity: [
             ...(startWritten ? [] : startActivity),
-            ...(agent && !interrupted
+            ...(agent && agentFailed
               ? [
                   {
                     kind: 'agent.failed' as const,
@@ -575,7 +585,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
         })
         .catch(() => {}); // recording the failure must not hide it
       if (!startWritten) await countTriggers().catch(() => {});
-      throw interrupted ?? error;
+      throw interrupted ?? infrastructure ?? error;
     }
   }
 
@@ -596,7 +606,12 @@ export function createRunEngine(deps: RunEngineDependencies) {
     });
   }
 
-  /** Hands the run back: Queued again with no owner, so the next claim need not wait for the lease. */
+  /**
+   * Hands the run back: Queued again with no owner, so the next claim need not wait for the
+   * lease. This claim is not counted against `maxClaims`, which counts workers lost: a run
+   * handed back because the database was away or busy, or its worker was stopping, must
+   * never end Failed `interrupted` for it, however often that happens.
+   */
   async function handBack(run: RunRow, reason: string): Promise<void> {
     await deps.commit(
       run,
@@ -605,6 +620,8 @@ export function createRunEngine(deps: RunEngineDependencies) {
           status: 'Queued',
           lease_owner: null,
           lease_expires_at: null,
+          // The first claim stays counted: the next one is a resumption (`run.resumed`).
+          attempts: sql`greatest(attempts - 1, 1)`,
         });
         if (row) log.event('run.requeued', { reason });
       },

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/transaction.ts';
+import { infrastructureFailure } from '../../errors.ts';
 import type { Component, ComponentHealth } from '../../lifecycle.ts';
 import type { AnalyticsService } from '../analytics/analytics.service.ts';
 import { MINUTE_MS, minuteOf } from './heartbeat.ts';
@@ -32,6 +33,8 @@ export interface HealthViewer {
 
 export interface SystemDependencies {
   pingDatabase(): Promise<void>;
+  /** Every database connection in use with requests waiting: a failed ping then means busy, not down. */
+  databaseBusy?(): boolean;
   databaseKind: string;
   startedAt: Date;
   /**
@@ -82,23 +85,44 @@ const PLATFORM_ROWS = ['Redis', 'Vector Search'];
 const PROVIDERS_ROW = 'LLM Providers';
 type Status = 'Operational' | 'Degraded' | 'Down';
 
+/** The platform's rows as checked, and whether the database is up but out of connections. */
+interface PlatformRows {
+  rows: ComponentHealth[];
+  busy: boolean;
+}
+
 /** Health of the service and what it depends on. */
 export function createSystemService(deps: SystemDependencies) {
   const clock = deps.clock ?? (() => new Date());
   const components = deps.components ?? [];
 
-  async function checkDatabase(): Promise<ComponentHealth> {
+  /**
+   * The database's row, and whether it is busy: a ping that could not get a connection
+   * because every one is in use (refused `database_busy`, or still waiting for one) says the
+   * database is answering others, so the row stays up and the report is Degraded, not Down.
+   */
+  async function checkDatabase(): Promise<ComponentHealth & { busy?: true }> {
     const started = performance.now();
+    const engine = deps.databaseKind === 'pglite' ? 'embedded PGlite' : 'PostgreSQL';
     try {
       await withTimeout(deps.pingDatabase(), PING_TIMEOUT_MS);
       return {
         name: 'Database',
         status: 'up',
         latency_ms: Math.round((performance.now() - started) * 10) / 10,
-        detail: deps.databaseKind === 'pglite' ? 'embedded PGlite' : 'PostgreSQL',
+        detail: engine,
       };
     } catch (error) {
       const timedOut = error instanceof Error && error.message === 'timeout';
+      const refusedBusy = infrastructureFailure(error)?.code === 'database_busy';
+      if (refusedBusy || (timedOut && deps.databaseBusy?.())) {
+        return {
+          name: 'Database',
+          status: 'up',
+          detail: `${engine}: busy, every connection is in use and requests wait for one (503 database_busy past DB_QUEUE_TIMEOUT_MS)`,
+          busy: true,
+        };
+      }
       return {
         name: 'Database',
         status: 'down',
@@ -125,8 +149,11 @@ export function createSystemService(deps: SystemDependencies) {
     }
   }
 
-  /** The platform's own rows (API, Database, Redis, Vector Search, other components), checked now. */
-  async function platformRows(): Promise<ComponentHealth[]> {
+  /**
+   * The platform's own rows (API, Database, Redis, Vector Search, other components), checked
+   * now, and whether the database is busy (up, but every connection in use).
+   */
+  async function platformRows(): Promise<PlatformRows> {
     const others = components.filter((c) => !PLATFORM_ROWS.includes(c.name));
     const checked = await Promise.all([
       checkDatabase(),
@@ -138,7 +165,11 @@ export function createSystemService(deps: SystemDependencies) {
       ),
       ...others.map((c) => checkComponent(c.name, c)),
     ]);
-    return [{ name: 'API', status: 'up' }, ...checked];
+    const [{ busy, ...database }, ...rest] = checked as [
+      ComponentHealth & { busy?: true },
+      ...ComponentHealth[],
+    ];
+    return { rows: [{ name: 'API', status: 'up' }, database, ...rest], busy: busy === true };
   }
 
   /**
@@ -160,14 +191,15 @@ export function createSystemService(deps: SystemDependencies) {
   }
 
   /**
-   * Down when the database is down (nothing works without it), Degraded when another platform
-   * row is down, or the workspace's own providers are (`ownProviders`), else Operational.
-   * Providers are a workspace's: another workspace's broken endpoint never degrades anyone.
+   * Down when the database is down (nothing works without it), Degraded when it is busy, when
+   * another platform row is down, or the workspace's own providers are (`ownProviders`), else
+   * Operational. Providers are a workspace's: another workspace's broken endpoint never
+   * degrades anyone.
    */
-  function statusOf(rows: readonly ComponentHealth[], ownProviders?: ComponentHealth): Status {
+  function statusOf({ rows, busy }: PlatformRows, ownProviders?: ComponentHealth): Status {
     const down = rows.filter((c) => c.status === 'down').map((c) => c.name);
     if (down.includes('Database')) return 'Down';
-    return down.length > 0 || ownProviders?.status === 'down' ? 'Degraded' : 'Operational';
+    return busy || down.length > 0 || ownProviders?.status === 'down' ? 'Degraded' : 'Operational';
   }
 
   /** The report: the platform's spec rows, the providers' row, then the other components. */
@@ -188,8 +220,8 @@ export function createSystemService(deps: SystemDependencies) {
    * the providers of every workspace; anyone else sees no count or failure of another tenant.
    */
   async function health(viewer: HealthViewer = { operator: false }) {
-    const [rows, providers] = await Promise.all([platformRows(), providersRow(viewer)]);
-    return report(rows, providers, statusOf(rows));
+    const [platform, providers] = await Promise.all([platformRows(), providersRow(viewer)]);
+    return report(platform.rows, providers, statusOf(platform));
   }
 
   /**
@@ -216,7 +248,7 @@ export function createSystemService(deps: SystemDependencies) {
 
   const shareMs = deps.shareMs ?? METRICS_SHARE_MS;
   /** The platform rows and the uptime: the same for every workspace, so shared by all of them. */
-  const sharedPlatform = shareFor<{ rows: ComponentHealth[]; up: Awaited<ReturnType<typeof uptime>> }>(
+  const sharedPlatform = shareFor<{ platform: PlatformRows; up: Awaited<ReturnType<typeof uptime>> }>(
     shareMs,
     clock,
   );
@@ -230,13 +262,17 @@ export function createSystemService(deps: SystemDependencies) {
       m.analytics.dashboardCounts(workspaceId, since, now),
       sharedPlatform('platform', async () => {
         const [rows, up] = await Promise.all([platformRows(), uptime(m.db, now)]);
-        return { rows, up };
+        return { platform: rows, up };
       }),
       providersRow({ workspaceId }),
     ]);
     const { runs, live, agents, documents, searches: hits } = counts;
     const up = platform.up;
-    const { status, components: rows } = report(platform.rows, providers, statusOf(platform.rows, providers));
+    const { status, components: rows } = report(
+      platform.platform.rows,
+      providers,
+      statusOf(platform.platform, providers),
+    );
     const finished = runs.completed + runs.failed;
     const tooFew =
       finished < MIN_SAMPLE

@@ -1,6 +1,6 @@
 import type { TSchema } from 'typebox';
 import Value from 'typebox/value';
-import { type FieldError, invalidFields } from '../../errors.ts';
+import { type FieldError, infrastructureFailure, invalidFields } from '../../errors.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import type { CodegraphService } from '../codegraph/codegraph.service.ts';
@@ -167,6 +167,10 @@ export function createToolsService(deps: ToolsDependencies) {
               });
             } catch (error) {
               signal.throwIfAborted();
+              // The database away or busy is not the tool's failure: the turn fails with it (503,
+              // a run handed back) rather than letting the model answer without the tool.
+              const infrastructure = infrastructureFailure(error);
+              if (infrastructure) throw infrastructure;
               if (error instanceof ToolError) throw error;
               // Anything unexpected may carry internals: the model learns only that the tool failed.
               throw new ToolError(`${definition.name} failed unexpectedly`, { cause: error });

@@ -215,7 +215,8 @@ async function addCredential(
     }
     return secrets;
   } catch (error) {
-    if (error instanceof AppError) throw new ToolError(`credential ${id}: ${error.message}`);
+    if (error instanceof AppError)
+      throw new ToolError(`credential ${id}: ${error.message}`, { cause: error });
     throw error;
   }
 }

@@ -89,7 +89,8 @@ export default defineTool({
         })),
       };
     } catch (error) {
-      if (error instanceof AppError) throw new ToolError(`the search failed: ${error.message}`);
+      if (error instanceof AppError)
+        throw new ToolError(`the search failed: ${error.message}`, { cause: error });
       throw error;
     }
   },

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../errors.ts';
 import { runAsWorkStartedAt } from '../lib/request-order.ts';
-import { PgliteGate } from './pglite-gate.ts';
+import { ConnectionGate } from './connection-gate.ts';
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
 
-describe('PgliteGate', () => {
+describe('ConnectionGate', () => {
   it('serves one at a time, the oldest request first whatever the order of arrival', async () => {
-    const gate = new PgliteGate({ timeoutMs: 10_000, maxQueue: 100 });
+    const gate = new ConnectionGate({ timeoutMs: 10_000, maxQueue: 100 });
     const order: string[] = [];
     let release = () => {};
     const holder = gate.run(() => new Promise<void>((resolve) => (release = resolve)));
@@ -28,7 +28,7 @@ describe('PgliteGate', () => {
   });
 
   it('turns away a waiter past its deadline even when its timer could not fire', async () => {
-    const gate = new PgliteGate({ timeoutMs: 1, maxQueue: 100 });
+    const gate = new ConnectionGate({ timeoutMs: 1, maxQueue: 100 });
     let release = () => {};
     const holder = gate.run(() => new Promise<void>((resolve) => (release = resolve)));
     await tick();
@@ -43,7 +43,7 @@ describe('PgliteGate', () => {
   });
 
   it('refuses at once beyond maxQueue and recovers when the line drains', async () => {
-    const gate = new PgliteGate({ timeoutMs: 10_000, maxQueue: 1 });
+    const gate = new ConnectionGate({ timeoutMs: 10_000, maxQueue: 1 });
     let release = () => {};
     const holder = gate.run(() => new Promise<void>((resolve) => (release = resolve)));
     await tick();
@@ -55,5 +55,35 @@ describe('PgliteGate', () => {
     release();
     await holder;
     await expect(waiting).resolves.toBe('waited');
+  });
+
+  it('serves as many at once as it has connections, says when it is saturated, and names what', async () => {
+    const gate = new ConnectionGate({ timeoutMs: 50, maxQueue: 100, connections: 2, what: 'the pool' });
+    const releases: (() => void)[] = [];
+    const hold = () => gate.run(() => new Promise<void>((resolve) => releases.push(resolve)));
+    const holders = [hold(), hold()];
+    await tick();
+    expect(releases).toHaveLength(2);
+    expect(gate.saturated).toBe(false);
+    const third = gate.run(async () => 'third');
+    expect(gate.saturated).toBe(true);
+    await expect(third).rejects.toMatchObject({
+      code: 'database_busy',
+      message: 'the pool is saturated; retry shortly',
+    });
+    expect(gate.saturated).toBe(false);
+    const fourth = gate.run(async () => 'fourth');
+    releases[0]?.();
+    await expect(fourth).resolves.toBe('fourth');
+    releases[1]?.();
+    await Promise.all(holders);
+    // Both places are free again: two callers are served at once.
+    await tick();
+    const again = [hold(), hold()];
+    await tick();
+    expect(releases).toHaveLength(4);
+    releases[2]?.();
+    releases[3]?.();
+    await Promise.all(again);
   });
 });
