@@ -3,6 +3,7 @@ import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, invalidFields, notFound, preconditionFailed } from '../../errors.ts';
 import { assign, BUCKETS, bucketOf } from '../../lib/bucketing.ts';
+import { factsTooLarge, MAX_FACTS_BYTES } from '../../lib/conditions.ts';
 import {
   compareQuantile,
   compareRatio,
@@ -418,7 +419,26 @@ export function createPoliciesService(deps: PoliciesDependencies) {
       });
     },
 
-    assemble,
+    /**
+     * Assembles a policy for a client. The context and variables conditions test are bounded
+     * (`MAX_FACTS_BYTES` each, else 413 naming the field): every section's condition may scan
+     * them. A run's own inputs (`assembleForAgent`) were bounded by the request that started it.
+     */
+    assemble(caller: Who, policyId: string, input: AssembleRequest) {
+      const problems = (['context', 'variables'] as const).flatMap((field) => {
+        const tooLarge = input[field] === undefined ? undefined : factsTooLarge(input[field]);
+        return tooLarge ? [{ field: `body.${field}`, message: tooLarge }] : [];
+      });
+      if (problems.length > 0) {
+        throw new AppError(
+          413,
+          'payload_too_large',
+          `conditions test at most ${MAX_FACTS_BYTES} bytes of context and of variables`,
+          problems,
+        );
+      }
+      return assemble(caller, policyId, input);
+    },
 
     /**
      * The context of an agent that has a policy, for a run step or a chat turn: the system
