@@ -67,6 +67,7 @@ export const ERROR_CODES = {
   empty_document: 422,
   corrupt_document: 422,
   document_without_text: 422,
+  document_too_large: 422,
   upgrade_required: 426,
   headers_too_large: 431,
   internal_error: 500,

@@ -9,8 +9,8 @@ import type { FetchFunction } from '../../lib/net/guarded-fetch.ts';
 import type { Logger } from '../../logger.ts';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { IndexedChunk, PreparedChunks, RetrievalService } from '../retrieval/retrieval.service.ts';
-import { chunkDocument } from './chunking.ts';
-import { type ExtractedDocument, ExtractionError, extractDocument } from './extract.ts';
+import type { Chunk } from './chunking.ts';
+import { chunkStoredDocument, type ExtractedDocument, ExtractionError, extractDocument } from './extract.ts';
 import { documentFailed, documentProcessed, sourceIndexed, sourceIndexFailed } from './knowledge.events.ts';
 import {
   createKnowledgeRepository,
@@ -32,10 +32,14 @@ const PAGE_TIMEOUT_MS = 30_000;
 const PAGE_MAX_REDIRECTS = 5;
 /** Documents read per query while a run walks its stored documents. */
 const BATCH = 50;
+const NO_TEXT = 'the document has no text to index';
 
 export interface IndexerDependencies {
   db: Db;
-  retrieval: Pick<RetrievalService, 'prepare' | 'indexDocument' | 'activateGeneration' | 'removeDocument'>;
+  retrieval: Pick<
+    RetrievalService,
+    'prepare' | 'slices' | 'writeChunks' | 'indexDocument' | 'activateGeneration' | 'removeDocument'
+  >;
   activity: Pick<ActivityService, 'record'>;
   /** `SOURCES_ROOT`: directory sources name folders under it; none can be read when absent. */
   sourcesRoot?: string;
@@ -51,6 +55,14 @@ class RunSuperseded extends Error {
   constructor() {
     super('the run is no longer the source’s current run');
     this.name = 'RunSuperseded';
+  }
+}
+
+/** The source's generation changed while an upload's slices were written: the job starts it again. */
+class GenerationMoved extends Error {
+  constructor() {
+    super('the source was rebuilt while the document was written; processing starts again');
+    this.name = 'GenerationMoved';
   }
 }
 
@@ -100,12 +112,43 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
   const { db, retrieval, activity } = deps;
   const repo = createKnowledgeRepository(db);
 
-  const chunksOf = (content: StoredExtraction, source: SourceRow): IndexedChunk[] =>
-    // The column holds what `extractDocument` returned.
-    chunkDocument(content as ExtractedDocument, {
-      targetTokens: source.chunking.target_tokens,
-      overlapTokens: source.chunking.overlap_tokens,
-    }).map(({ position, text, headingPath, tokenCount }) => ({ position, text, headingPath, tokenCount }));
+  /**
+   * A document's chunks, cut in the extraction pool (off the event loop) within the limit its
+   * file's size sets (document-limits.ts), or why it has none to index: no text, too many
+   * chunks, or chunking passed the pool's time or memory limit.
+   */
+  async function chunksOf(
+    content: StoredExtraction | undefined,
+    source: SourceRow,
+    file: { size_bytes: number; filename: string },
+    signal: AbortSignal,
+  ): Promise<IndexedChunk[] | { failure: string }> {
+    if (!content) return { failure: NO_TEXT };
+    let chunks: Chunk[];
+    try {
+      chunks = await chunkStoredDocument({
+        // The column holds what `extractDocument` returned.
+        document: content as ExtractedDocument,
+        options: {
+          targetTokens: source.chunking.target_tokens,
+          overlapTokens: source.chunking.overlap_tokens,
+        },
+        sizeBytes: file.size_bytes,
+        filename: file.filename,
+        signal,
+      });
+    } catch (error) {
+      if (error instanceof ExtractionError) return { failure: error.message };
+      throw error;
+    }
+    if (chunks.length === 0) return { failure: NO_TEXT };
+    return chunks.map(({ position, text, headingPath, tokenCount }) => ({
+      position,
+      text,
+      headingPath,
+      tokenCount,
+    }));
+  }
 
   /** The generation a run writes: the current one for a `documents` run, else the new one. */
   const targetOf = (source: SourceRow) =>
@@ -127,9 +170,8 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
     }
     const source = await repo.findSourceById(document.source_id);
     if (!source) return;
-    const content = await repo.getContent(document.id);
-    const chunks = content ? chunksOf(content, source) : [];
-    if (chunks.length === 0) return failProcessing(document, 'the document has no text to index');
+    const chunks = await chunksOf(await repo.getContent(document.id), source, document, signal);
+    if ('failure' in chunks) return failProcessing(document, chunks.failure);
     let prepared: PreparedChunks;
     try {
       prepared = await retrieval.prepare(document.workspace_id, source.embedding, chunks, signal);
@@ -140,14 +182,34 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       await repo.updateDocument(document.id, { failure_reason: describe(error) }).catch(() => {});
       throw error;
     }
-    await inTransaction(db, async (tx) => {
-      const txRepo = createKnowledgeRepository(tx);
-      const locked = await txRepo.lockSource(source.id, 'share');
-      const current = await txRepo.lockDocument(document.id);
-      if (!locked || current?.status !== 'processing') return;
-      const processed = await writeIndexed(tx, txRepo, locked, current.id, prepared, locked.generation);
-      await activity.record(tx, documentProcessed(processed));
-    });
+    // A slice at a time, each in a transaction of its own: the embedded database serves other
+    // requests between them (a document's chunks in one transaction held it for seconds).
+    const slices = retrieval.slices(prepared);
+    let generation: number | undefined;
+    for (const [index, slice] of slices.entries()) {
+      const last = index === slices.length - 1;
+      const written = await inTransaction(db, async (tx) => {
+        const txRepo = createKnowledgeRepository(tx);
+        const locked = await txRepo.lockSource(source.id, 'share');
+        const current = await txRepo.lockDocument(document.id);
+        if (!locked || current?.status !== 'processing') return false;
+        // A rebuild swapped generations between slices (dropping the ones written): start again.
+        if (generation !== undefined && locked.generation !== generation) throw new GenerationMoved();
+        generation = locked.generation;
+        const target = {
+          workspaceId: locked.workspace_id,
+          sourceId: locked.id,
+          documentId: current.id,
+          generation,
+        };
+        await retrieval.writeChunks(tx, target, slice, { replace: index === 0 });
+        if (!last) return true;
+        const processed = await markProcessed(txRepo, current.id, prepared.chunks.length, generation);
+        await activity.record(tx, documentProcessed(processed));
+        return true;
+      });
+      if (!written) return;
+    }
   }
 
   async function failProcessing(document: DocumentRow, reason: string): Promise<void> {
@@ -155,6 +217,8 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       const txRepo = createKnowledgeRepository(tx);
       const current = await txRepo.lockDocument(document.id);
       if (current?.status !== 'processing') return;
+      // Slices an earlier attempt wrote are searchable; a failed document has no chunks.
+      await retrieval.removeDocument(tx, document.workspace_id, document.id);
       const failed = await txRepo.updateDocument(document.id, { status: 'failed', failure_reason: reason });
       if (failed) await activity.record(tx, documentFailed(failed));
     });
@@ -175,11 +239,22 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       { workspaceId: source.workspace_id, sourceId: source.id, documentId, generation },
       prepared,
     );
+    return markProcessed(txRepo, documentId, prepared.chunks.length, generation, changes);
+  }
+
+  /** Marks a document processed with `chunks` chunks in `generation` (in the caller's transaction). */
+  async function markProcessed(
+    txRepo: KnowledgeRepository,
+    documentId: string,
+    chunks: number,
+    generation: number,
+    changes: DocumentChanges = {},
+  ): Promise<DocumentRow> {
     const processed = await txRepo.updateDocument(documentId, {
       ...changes,
       status: 'processed',
       failure_reason: null,
-      chunk_count: prepared.chunks.length,
+      chunk_count: chunks,
       indexed_generation: generation,
       indexed_at: new Date(),
     });
@@ -238,9 +313,9 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
   ) {
     signal.throwIfAborted();
     const content = await repo.getContent(document.id);
-    const chunks = content ? chunksOf(content, source) : [];
-    if (chunks.length === 0) {
-      const reason = document.failure_reason ?? 'the document has no text to index';
+    const chunks = await chunksOf(content, source, document, signal);
+    if ('failure' in chunks) {
+      const reason = content ? chunks.failure : (document.failure_reason ?? NO_TEXT);
       return markFailed(source, runId, { id: document.id, changes }, reason);
     }
     const prepared = await retrieval.prepare(source.workspace_id, source.embedding, chunks, signal);
@@ -468,10 +543,8 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       throw error;
     }
     const content = toStored(extracted);
-    const chunks = chunksOf(content, source);
-    if (chunks.length === 0) {
-      return markFailed(source, runId, target(hash, sized), 'the document has no text to index');
-    }
+    const chunks = await chunksOf(content, source, { size_bytes: read.bytes.length, filename }, signal);
+    if ('failure' in chunks) return markFailed(source, runId, target(hash, sized), chunks.failure);
     const prepared = await retrieval.prepare(source.workspace_id, source.embedding, chunks, signal);
     const described = { ...sized, title: extracted.title?.trim() || filename, format: extracted.format };
     await markIndexed(source, runId, target(hash, described), prepared, content);

@@ -1,7 +1,7 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, invalidFields, notFound } from '../../errors.ts';
-import { ConditionError, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
+import { ConditionError, createNormaliser, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
 import type { ActivityInput, ActivityService } from '../activity/activity.service.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { RunsService } from '../runs/runs.service.ts';
