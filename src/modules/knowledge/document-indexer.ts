@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { GlobError } from '../../lib/fs/glob.ts';
@@ -188,6 +189,9 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
     let generation: number | undefined;
     for (const [index, slice] of slices.entries()) {
       const last = index === slices.length - 1;
+      // PGlite answers within microtasks: without a turn of the event loop between slices, no
+      // socket would be read nor timer fired until the last one (11 s for a 2 MB text).
+      if (index > 0) await nextTurn();
       const written = await inTransaction(db, async (tx) => {
         const txRepo = createKnowledgeRepository(tx);
         const locked = await txRepo.lockSource(source.id, 'share');

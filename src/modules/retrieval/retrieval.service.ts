@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Caller } from '../../caller.ts';
 import { afterCommit, type Db, inTransaction, isTransaction } from '../../db/transaction.ts';
 import { AppError, invalidFields } from '../../errors.ts';
@@ -592,7 +593,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       textSize(row.text, row.heading_path),
     ).entries()) {
       // Between statements the event loop turns: PGlite runs each statement in this thread.
-      if (index > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (index > 0) await nextTurn();
       await repository.insertChunks(target, slice, prepared.model ?? '', slot);
     }
     noteWritten(tx, prepared.chunks.length);
