@@ -27,7 +27,7 @@ const P99_MS = 100;
  * quiet machine it is the issue's 100 ms. A stall the fix removed (1.2 to 11 s for these files,
  * on a quiet machine) fails at any load, since it grows by the same factor.
  */
-const contention = () => Math.max(1, os.loadavg()[0] / os.availableParallelism());
+const contention = () => Math.max(1, (os.loadavg()[0] ?? 0) / os.availableParallelism());
 
 let t: TestApp;
 let alice: Actor;
