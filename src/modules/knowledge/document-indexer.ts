@@ -46,6 +46,12 @@ export interface IndexerDependencies {
   sourcesRoot?: string;
   /** The largest file a directory or URL source takes (`UPLOAD_MAX_BYTES`). */
   maxBytes: number;
+  /**
+   * Write an upload's chunks one slice per transaction (the embedded database, which serves
+   * one transaction at a time in the service's thread), rather than all in one transaction
+   * (PostgreSQL, whose other connections serve other requests meanwhile).
+   */
+  sliceTransactions?: boolean;
   /** The outbound address guard's fetch under the workspace's policy. */
   fetchFor(workspaceId: string): FetchFunction;
   log: Logger;
@@ -183,9 +189,10 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       await repo.updateDocument(document.id, { failure_reason: describe(error) }).catch(() => {});
       throw error;
     }
-    // A slice at a time, each in a transaction of its own: the embedded database serves other
-    // requests between them (a document's chunks in one transaction held it for seconds).
-    const slices = retrieval.slices(prepared);
+    // On the embedded database a slice at a time, each in a transaction of its own, so that it
+    // serves other requests between them (a document's chunks in one transaction held it for
+    // seconds); on PostgreSQL one transaction (other connections serve meanwhile).
+    const slices = deps.sliceTransactions ? retrieval.slices(prepared) : [prepared];
     let generation: number | undefined;
     for (const [index, slice] of slices.entries()) {
       const last = index === slices.length - 1;
