@@ -63,17 +63,17 @@ function prose(bytes: number, seed = 1): string[] {
   return sentences;
 }
 
-const fit = (text: string) => text.slice(0, MAX_BYTES - 64);
+const withinLimit = (text: string) => text.slice(0, MAX_BYTES - 64);
 
 function textFile(): UploadFile {
-  return { name: 'big.txt', content: fit(prose(MAX_BYTES).join(' ')) };
+  return { name: 'big.txt', content: withinLimit(prose(MAX_BYTES).join(' ')) };
 }
 
 function markdownFile(): UploadFile {
   const parts = prose(MAX_BYTES).map((sentence, index) =>
     index % 20 === 0 ? `\n## Section ${index}\n\n${sentence}` : sentence,
   );
-  return { name: 'big.md', content: fit(`# Big\n${parts.join('\n')}`) };
+  return { name: 'big.md', content: withinLimit(`# Big\n${parts.join('\n')}`) };
 }
 
 function htmlFile(): UploadFile {
@@ -83,7 +83,7 @@ function htmlFile(): UploadFile {
     )
     .join('\n');
   const html = `<!doctype html><html><head><title>Big</title></head><body>${body}`;
-  return { name: 'big.html', content: `${fit(html)}</body></html>` };
+  return { name: 'big.html', content: `${withinLimit(html)}</body></html>` };
 }
 
 function jsonFile(): UploadFile {
