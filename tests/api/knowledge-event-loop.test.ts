@@ -241,6 +241,8 @@ describe('amplification is bounded by the upload size', () => {
     const loop = monitorEventLoopDelay({ resolution: 5 });
     loop.enable();
     const response = await upload(t, alice, amplifyingCsv());
+    // The monitor samples when its timer fires: let it fire once after the request.
+    await new Promise((resolve) => setTimeout(resolve, 50));
     loop.disable();
     expect(response.statusCode, response.body).toBe(422);
     expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
