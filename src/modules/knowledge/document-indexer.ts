@@ -39,7 +39,7 @@ export interface IndexerDependencies {
   db: Db;
   retrieval: Pick<
     RetrievalService,
-    'prepare' | 'slices' | 'writeChunks' | 'indexDocument' | 'activateGeneration' | 'removeDocument'
+    'prepare' | 'slices' | 'writeChunks' | 'activateGeneration' | 'removeDocument'
   >;
   activity: Pick<ActivityService, 'record'>;
   /** `SOURCES_ROOT`: directory sources name folders under it; none can be read when absent. */
@@ -244,13 +244,12 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
     prepared: PreparedChunks,
     generation: number,
     changes: DocumentChanges = {},
+    earlier = 0,
   ): Promise<DocumentRow> {
-    await retrieval.indexDocument(
-      tx,
-      { workspaceId: source.workspace_id, sourceId: source.id, documentId, generation },
-      prepared,
-    );
-    return markProcessed(txRepo, documentId, prepared.chunks.length, generation, changes);
+    const target = { workspaceId: source.workspace_id, sourceId: source.id, documentId, generation };
+    // `earlier` chunks were written by earlier transactions of this run: they stay.
+    await retrieval.writeChunks(tx, target, prepared, { replace: earlier === 0 });
+    return markProcessed(txRepo, documentId, earlier + prepared.chunks.length, generation, changes);
   }
 
   /** Marks a document processed with `chunks` chunks in `generation` (in the caller's transaction). */
@@ -345,22 +344,68 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
     prepared: PreparedChunks,
     content?: StoredExtraction,
   ): Promise<void> {
+    const { last, earlier } = await writeAheadSlices(source, runId, target, prepared);
     const written = await inTransaction(db, async (tx) => {
       const txRepo = createKnowledgeRepository(tx);
       const locked = await lockRun(txRepo, source.id, runId);
       const found = await findTarget(txRepo, target);
       if (!found) return false;
       if (content) await txRepo.putContent(source.workspace_id, found.row.id, content);
-      const processed = await writeIndexed(tx, txRepo, locked, found.row.id, prepared, targetOf(locked), {
-        ...found.changes,
-        index_run_id: runId,
-      });
+      const changes = { ...found.changes, index_run_id: runId };
+      const generation = targetOf(locked);
+      const processed = await writeIndexed(
+        tx,
+        txRepo,
+        locked,
+        found.row.id,
+        last,
+        generation,
+        changes,
+        earlier,
+      );
       if (found.created || found.row.status === 'failed' || content) {
         await activity.record(tx, documentProcessed(processed));
       }
       return true;
     });
     if (written) await repo.addProgress(source.id, runId, { done: 1 });
+  }
+
+  /**
+   * On the embedded database, writes all but the last slice of an existing document's chunks
+   * into the run's new generation, each in a transaction of its own, so that the database
+   * serves other requests between them; the last slice goes with the document's status
+   * (`markIndexed`). Only where no search reads them until the run completes: a new
+   * generation, not a `documents` run's in-place rewrite, whose chunks must change at once.
+   */
+  async function writeAheadSlices(
+    source: SourceRow,
+    runId: string,
+    target: Target,
+    prepared: PreparedChunks,
+  ): Promise<{ last: PreparedChunks; earlier: number }> {
+    if (!deps.sliceTransactions || !('id' in target) || source.index_scope === 'documents') {
+      return { last: prepared, earlier: 0 };
+    }
+    const slices = retrieval.slices(prepared);
+    let earlier = 0;
+    for (const slice of slices.slice(0, -1)) {
+      await nextTurn();
+      await inTransaction(db, async (tx) => {
+        const locked = await lockRun(createKnowledgeRepository(tx), source.id, runId);
+        const generation = targetOf(locked);
+        const into = {
+          workspaceId: source.workspace_id,
+          sourceId: source.id,
+          documentId: target.id,
+          generation,
+        };
+        await retrieval.writeChunks(tx, into, slice, { replace: earlier === 0 });
+      });
+      earlier += slice.chunks.length;
+    }
+    await nextTurn();
+    return { last: slices.at(-1) ?? prepared, earlier };
   }
 
   /**
