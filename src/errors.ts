@@ -72,6 +72,7 @@ export const ERROR_CODES = {
   empty_document: 422,
   corrupt_document: 422,
   document_without_text: 422,
+  document_too_large: 422,
   upgrade_required: 426,
   too_many_streams: 429,
   headers_too_large: 431,

@@ -288,6 +288,8 @@ export async function createServices(config: Config, database: Database, options
     activity: { record: activity.record },
     ...(sourcesRootOf ? { sourcesRootOf } : {}),
     maxBytes: config.uploadMaxBytes,
+    // The embedded database serves one transaction at a time in this thread.
+    sliceTransactions: database.kind === 'pglite',
     // URL sources fetch under the same address policy as every user-chosen address.
     fetchFor: (workspaceId) => createGuardedFetch(() => addressPolicy(workspaceId)),
     log,

@@ -1,6 +1,14 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { ConditionError, evaluateCondition, MAX_CONDITION_LENGTH, parseCondition } from './conditions.ts';
+import { describe, expect, it, vi } from 'vitest';
+import {
+  ConditionError,
+  createNormaliser,
+  evaluateCondition,
+  factsTooLarge,
+  MAX_CONDITION_LENGTH,
+  MAX_FACTS_BYTES,
+  parseCondition,
+} from './conditions.ts';
 
 const facts = {
   goal: 'Deploy the billing service',
@@ -65,5 +73,32 @@ describe('the condition language', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  it('lower-cases each value once for every rule that shares a normaliser', () => {
+    const big = 'Mixed Case Text. '.repeat(10_000);
+    const many = Array.from({ length: 20 }, (_, rule) =>
+      parseCondition(
+        Array.from({ length: 20 }, (_, i) => `doc contains "zz${rule}-${i}" or doc startswith "z${i}"`).join(
+          ' or ',
+        ),
+      ),
+    );
+    const lowerCase = vi.spyOn(String.prototype, 'toLowerCase');
+    try {
+      const lower = createNormaliser();
+      expect(many.map((condition) => evaluateCondition(condition, { doc: big }, lower))).not.toContain(true);
+      const ofBig = lowerCase.mock.contexts.filter((self) => String(self).length === big.length);
+      expect(ofBig).toHaveLength(1);
+      expect(evaluateCondition(parseCondition('doc contains "MIXED CASE"'), { doc: big }, lower)).toBe(true);
+    } finally {
+      lowerCase.mockRestore();
+    }
+  });
+
+  it('measures facts as UTF-8 JSON against the limit', () => {
+    expect(factsTooLarge({ doc: 'x'.repeat(MAX_FACTS_BYTES - 20) })).toBeUndefined();
+    expect(factsTooLarge({ doc: 'x'.repeat(MAX_FACTS_BYTES) })).toMatch(/more than the limit of 16384 bytes/);
+    expect(factsTooLarge({ doc: 'é'.repeat(MAX_FACTS_BYTES / 2) })).toBeDefined();
   });
 });

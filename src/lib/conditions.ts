@@ -24,6 +24,12 @@
  * `<`..`>=` compare numbers with numbers and strings with strings; `contains` is a case-
  * insensitive substring test on a string, or membership in an array; `in` is membership of the
  * path's value in the literal list; `startswith`/`endswith` are case-insensitive string tests.
+ *
+ * Cost: a condition is at most `MAX_CONDITION_LENGTH` characters, so it holds a bounded number
+ * of tests; each string is lower-cased once per evaluation (`Normaliser`), however many tests
+ * and rules read it, and the facts themselves are bounded by whoever accepts them
+ * (`MAX_FACTS_BYTES`, checked with `factsTooLarge`), so a hostile rule set over a hostile
+ * context costs bounded time.
  */
 
 export type Literal = string | number | boolean | null;
@@ -48,6 +54,45 @@ export class ConditionError extends Error {
 }
 
 export const MAX_CONDITION_LENGTH = 2_000;
+/**
+ * The largest facts object (as UTF-8 JSON) a caller may hand in to be tested: a flag's
+ * evaluation context, a policy assembly's context and variables. Attributes rules test are
+ * ids, plans, countries and the like; 16 KiB is far beyond them and keeps the worst rule set
+ * (50 rules of 2,000 characters of `contains` tests) over it to milliseconds.
+ */
+export const MAX_FACTS_BYTES = 16 * 1024;
+
+/**
+ * Why `facts` may not be tested, or undefined when it may: its JSON is larger than
+ * `maxBytes`. Measured as UTF-8 JSON, what the client sent, so the message names a size the
+ * client can check.
+ */
+export function factsTooLarge(facts: unknown, maxBytes = MAX_FACTS_BYTES): string | undefined {
+  const bytes = Buffer.byteLength(JSON.stringify(facts) ?? '', 'utf8');
+  return bytes > maxBytes
+    ? `is ${bytes} bytes as JSON, more than the limit of ${maxBytes} bytes that conditions test`
+    : undefined;
+}
+
+/**
+ * Lower-cases each distinct string once, however many tests read it. Share one across every
+ * condition evaluated over the same facts (a flag's rules, all flags of a request, a run's
+ * attachments): `contains` over a large value then costs one pass to normalise, not one per test.
+ */
+export type Normaliser = (text: string) => string;
+
+/** A fresh `Normaliser`; it remembers what it lower-cased for as long as it is kept. */
+export function createNormaliser(): Normaliser {
+  const lowered = new Map<string, string>();
+  return (text) => {
+    let lower = lowered.get(text);
+    if (lower === undefined) {
+      lower = text.toLowerCase();
+      lowered.set(text, lower);
+    }
+    return lower;
+  };
+}
 const MAX_DEPTH = 32;
 const MAX_LIST = 100;
 
@@ -220,9 +265,7 @@ function read(facts: unknown, path: readonly string[]): unknown {
   return value;
 }
 
-const lower = (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value);
-
-function test(actual: unknown, op: Op, expected: Value): boolean {
+function test(actual: unknown, op: Op, expected: Value, lower: Normaliser): boolean {
   if (actual === undefined) return false;
   switch (op) {
     case '==':
@@ -243,40 +286,47 @@ function test(actual: unknown, op: Op, expected: Value): boolean {
     }
     case 'contains':
       if (typeof actual === 'string' && typeof expected === 'string') {
-        return actual.toLowerCase().includes(expected.toLowerCase());
+        return lower(actual).includes(lower(expected));
       }
-      return Array.isArray(actual) && actual.some((item) => lower(item) === lower(expected));
+      if (!Array.isArray(actual)) return false;
+      if (typeof expected !== 'string') return actual.some((item) => item === expected);
+      return actual.some((item) => typeof item === 'string' && lower(item) === lower(expected));
     case 'in':
       return Array.isArray(expected) && expected.some((item) => item === actual);
     case 'startswith':
       return (
         typeof actual === 'string' &&
         typeof expected === 'string' &&
-        actual.toLowerCase().startsWith(expected.toLowerCase())
+        lower(actual).startsWith(lower(expected))
       );
     case 'endswith':
       return (
-        typeof actual === 'string' &&
-        typeof expected === 'string' &&
-        actual.toLowerCase().endsWith(expected.toLowerCase())
+        typeof actual === 'string' && typeof expected === 'string' && lower(actual).endsWith(lower(expected))
       );
   }
 }
 
-/** Whether `condition` holds for `facts`. */
-export function evaluateCondition(condition: Condition, facts: Record<string, unknown>): boolean {
+/**
+ * Whether `condition` holds for `facts`. Pass the same `lower` to every evaluation over the
+ * same facts, so that each string is lower-cased once (see `Normaliser`).
+ */
+export function evaluateCondition(
+  condition: Condition,
+  facts: Record<string, unknown>,
+  lower: Normaliser = createNormaliser(),
+): boolean {
   switch (condition.type) {
     case 'const':
       return condition.value;
     case 'not':
-      return !evaluateCondition(condition.of, facts);
+      return !evaluateCondition(condition.of, facts, lower);
     case 'and':
-      return condition.of.every((part) => evaluateCondition(part, facts));
+      return condition.of.every((part) => evaluateCondition(part, facts, lower));
     case 'or':
-      return condition.of.some((part) => evaluateCondition(part, facts));
+      return condition.of.some((part) => evaluateCondition(part, facts, lower));
     case 'exists':
       return read(facts, condition.path) !== undefined;
     case 'test':
-      return test(read(facts, condition.path), condition.op, condition.value);
+      return test(read(facts, condition.path), condition.op, condition.value, lower);
   }
 }

@@ -15,7 +15,14 @@
  * its default with `error_code: TARGETING_KEY_MISSING`, as OpenFeature providers do.
  */
 import { assign } from '../../lib/bucketing.ts';
-import { type Condition, ConditionError, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
+import {
+  type Condition,
+  ConditionError,
+  createNormaliser,
+  evaluateCondition,
+  type Normaliser,
+  parseCondition,
+} from '../../lib/conditions.ts';
 
 export const FLAG_TYPES = ['boolean', 'string', 'number', 'json'] as const;
 export type FlagType = (typeof FLAG_TYPES)[number];
@@ -164,8 +171,15 @@ export function compileFlag(key: string, definition: FlagDefinition): CompiledFl
   return { key, definition, conditions };
 }
 
-/** Resolves a flag for `context` (see the header for the order of decisions). */
-export function evaluateFlag(flag: CompiledFlag, context: EvaluationContext): Resolution {
+/**
+ * Resolves a flag for `context` (see the header for the order of decisions). Evaluating several
+ * flags over one context, pass one `lower` to all: each string is lower-cased once.
+ */
+export function evaluateFlag(
+  flag: CompiledFlag,
+  context: EvaluationContext,
+  lower: Normaliser = createNormaliser(),
+): Resolution {
   const { definition } = flag;
   const variantValue = (variant: string) =>
     variant === DEFAULT_VARIANT ? definition.default : definition.variants[variant];
@@ -190,7 +204,7 @@ export function evaluateFlag(flag: CompiledFlag, context: EvaluationContext): Re
   };
 
   for (const [index, rule] of definition.rules.entries()) {
-    if (!evaluateCondition(flag.conditions[index] as Condition, context)) continue;
+    if (!evaluateCondition(flag.conditions[index] as Condition, context, lower)) continue;
     if (rule.variant !== undefined) return served(rule.variant, 'TARGETING_MATCH');
     if (rule.split) return split(rule.split);
   }

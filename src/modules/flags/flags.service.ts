@@ -1,6 +1,8 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
-import { invalidFields, notFound, preconditionFailed } from '../../errors.ts';
+import { AppError, invalidFields, notFound, preconditionFailed } from '../../errors.ts';
+import { createNormaliser, factsTooLarge, MAX_FACTS_BYTES } from '../../lib/conditions.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { SettingsActivity } from '../settings/settings.service.ts';
 import { BUILT_IN_FLAGS, type BuiltInFlag, isBuiltIn } from './built-in.ts';
@@ -14,6 +16,13 @@ import {
   type Resolution,
 } from './evaluate.ts';
 import { createFlagsRepository, type FlagRow } from './flags.repository.ts';
+
+/**
+ * Evaluating every flag of a workspace turns the event loop after this much work: one flag of
+ * 50 rules of 2,000 characters over a 16 KiB context takes milliseconds, and a workspace may
+ * hold many (60 such flags held the loop for 1.8 s).
+ */
+const EVALUATION_SLICE_MS = 10;
 
 export interface FlagsDependencies {
   db: Db;
@@ -136,25 +145,38 @@ export function createFlagsService(deps: FlagsDependencies) {
     return [...stored, ...builtIns].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
-  /** What rules read: the context, the caller's user and workspace, the unit splits bucket. */
+  /**
+   * What rules read: the context, the caller's user and workspace, the unit splits bucket. A
+   * context larger than conditions test (`MAX_FACTS_BYTES`) is refused with 413 naming
+   * `body.context`: every rule of every flag may scan it.
+   */
   const factsFor = (
     caller: Pick<Caller, 'workspaceId' | 'userId'>,
     context: EvaluationContext,
-  ): EvaluationContext => ({
-    user_id: caller.userId,
-    ...context,
-    workspace_id: caller.workspaceId,
-    targeting_key: context.targeting_key ?? caller.userId,
-  });
+  ): EvaluationContext => {
+    const tooLarge = factsTooLarge(context);
+    if (tooLarge) {
+      throw new AppError(413, 'payload_too_large', `the evaluation context ${tooLarge}`, [
+        { field: 'body.context', message: `must be at most ${MAX_FACTS_BYTES} bytes as JSON` },
+      ]);
+    }
+    return {
+      user_id: caller.userId,
+      ...context,
+      workspace_id: caller.workspaceId,
+      targeting_key: context.targeting_key ?? caller.userId,
+    };
+  };
 
   async function resolve(
     caller: Pick<Caller, 'workspaceId' | 'userId'>,
     key: string,
     context: EvaluationContext = {},
   ): Promise<Resolution & { key: string }> {
+    const facts = factsFor(caller, context);
     const flag = await find(caller.workspaceId, key);
     if (!flag) throw notFound('flag', key);
-    return { key, ...evaluateFlag(compileFlag(key, flag), factsFor(caller, context)) };
+    return { key, ...evaluateFlag(compileFlag(key, flag), facts) };
   }
 
   return {
@@ -254,11 +276,20 @@ export function createFlagsService(deps: FlagsDependencies) {
 
     /** Every flag of the workspace resolved for one context (the list's flags, by key). */
     async evaluateAll(caller: Pick<Caller, 'workspaceId' | 'userId'>, context: EvaluationContext = {}) {
-      const all = await allFlags(caller.workspaceId);
       const facts = factsFor(caller, context);
-      return {
-        items: all.map((flag) => ({ key: flag.key, ...evaluateFlag(compileFlag(flag.key, flag), facts) })),
-      };
+      const all = await allFlags(caller.workspaceId);
+      const lower = createNormaliser();
+      const items: (Resolution & { key: string })[] = [];
+      let sliceStart = performance.now();
+      for (const flag of all) {
+        // A workspace may hold many flags of heavy rules: the event loop turns between slices.
+        if (performance.now() - sliceStart > EVALUATION_SLICE_MS) {
+          await nextTurn();
+          sliceStart = performance.now();
+        }
+        items.push({ key: flag.key, ...evaluateFlag(compileFlag(flag.key, flag), facts, lower) });
+      }
+      return { items };
     },
 
     /**

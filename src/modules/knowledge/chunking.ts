@@ -76,13 +76,27 @@ function checkOptions(options: ChunkingOptions): void {
   }
 }
 
-/** Cuts text into chunks; see the file header for the rules. */
+/** A document that would make more chunks than its caller allows: chunking stops there. */
+export class TooManyChunksError extends Error {
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`more than ${limit} chunks`);
+    this.name = 'TooManyChunksError';
+    this.limit = limit;
+  }
+}
+
+/**
+ * Cuts text into chunks; see the file header for the rules. Past `maxChunks` chunks it throws
+ * `TooManyChunksError` at once, so a document that amplifies costs no more than the limit.
+ */
 export function chunkDocument(
   doc: Pick<ExtractedDocument, 'blocks' | 'title'>,
   options: ChunkingOptions,
+  maxChunks = Number.POSITIVE_INFINITY,
 ): Chunk[] {
   checkOptions(options);
-  const packer = new ChunkPacker(options);
+  const packer = new ChunkPacker(options, maxChunks);
   const trail: { level: number; text: string }[] = [];
   let sectionOpen = false;
   for (const block of doc.blocks) {
@@ -124,9 +138,12 @@ class ChunkPacker {
   private text = '';
   private mode: Mode = 'prose';
 
-  constructor(options: ChunkingOptions) {
+  private readonly maxChunks: number;
+
+  constructor(options: ChunkingOptions, maxChunks: number) {
     this.target = options.targetTokens;
     this.overlap = options.overlapTokens;
+    this.maxChunks = maxChunks;
   }
 
   startSection(path: string[]): void {
@@ -170,6 +187,7 @@ class ChunkPacker {
     const text = this.text.replace(/^\n+/, '').trimEnd();
     this.text = '';
     if (text.trim() === '') return;
+    if (this.chunks.length >= this.maxChunks) throw new TooManyChunksError(this.maxChunks);
     this.chunks.push({
       position: this.chunks.length,
       text,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { GlobError } from '../../lib/fs/glob.ts';
@@ -9,8 +10,8 @@ import type { FetchFunction } from '../../lib/net/guarded-fetch.ts';
 import type { Logger } from '../../logger.ts';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { IndexedChunk, PreparedChunks, RetrievalService } from '../retrieval/retrieval.service.ts';
-import { chunkDocument } from './chunking.ts';
-import { type ExtractedDocument, ExtractionError, extractDocument } from './extract.ts';
+import type { Chunk } from './chunking.ts';
+import { chunkStoredDocument, type ExtractedDocument, ExtractionError, extractDocument } from './extract.ts';
 import { documentFailed, documentProcessed, sourceIndexed, sourceIndexFailed } from './knowledge.events.ts';
 import {
   createKnowledgeRepository,
@@ -32,15 +33,25 @@ const PAGE_TIMEOUT_MS = 30_000;
 const PAGE_MAX_REDIRECTS = 5;
 /** Documents read per query while a run walks its stored documents. */
 const BATCH = 50;
+const NO_TEXT = 'the document has no text to index';
 
 export interface IndexerDependencies {
   db: Db;
-  retrieval: Pick<RetrievalService, 'prepare' | 'indexDocument' | 'activateGeneration' | 'removeDocument'>;
+  retrieval: Pick<
+    RetrievalService,
+    'prepare' | 'slices' | 'writeChunks' | 'activateGeneration' | 'removeDocument'
+  >;
   activity: Pick<ActivityService, 'record'>;
   /** The tenant's subtree of `SOURCES_ROOT` a workspace's folders are under; none can be read when absent. */
   sourcesRootOf?: (workspaceId: string) => Promise<string>;
   /** The largest file a directory or URL source takes (`UPLOAD_MAX_BYTES`). */
   maxBytes: number;
+  /**
+   * Write an upload's chunks one slice per transaction (the embedded database, which serves
+   * one transaction at a time in the service's thread), rather than all in one transaction
+   * (PostgreSQL, whose other connections serve other requests meanwhile).
+   */
+  sliceTransactions?: boolean;
   /** The outbound address guard's fetch under the workspace's policy. */
   fetchFor(workspaceId: string): FetchFunction;
   log: Logger;
@@ -51,6 +62,14 @@ class RunSuperseded extends Error {
   constructor() {
     super('the run is no longer the source’s current run');
     this.name = 'RunSuperseded';
+  }
+}
+
+/** The source's generation changed while an upload's slices were written: the job starts it again. */
+class GenerationMoved extends Error {
+  constructor() {
+    super('the source was rebuilt while the document was written; processing starts again');
+    this.name = 'GenerationMoved';
   }
 }
 
@@ -100,12 +119,43 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
   const { db, retrieval, activity } = deps;
   const repo = createKnowledgeRepository(db);
 
-  const chunksOf = (content: StoredExtraction, source: SourceRow): IndexedChunk[] =>
-    // The column holds what `extractDocument` returned.
-    chunkDocument(content as ExtractedDocument, {
-      targetTokens: source.chunking.target_tokens,
-      overlapTokens: source.chunking.overlap_tokens,
-    }).map(({ position, text, headingPath, tokenCount }) => ({ position, text, headingPath, tokenCount }));
+  /**
+   * A document's chunks, cut in the extraction pool (off the event loop) within the limit its
+   * file's size sets (document-limits.ts), or why it has none to index: no text, too many
+   * chunks, or chunking passed the pool's time or memory limit.
+   */
+  async function chunksOf(
+    content: StoredExtraction | undefined,
+    source: SourceRow,
+    file: { size_bytes: number; filename: string },
+    signal: AbortSignal,
+  ): Promise<IndexedChunk[] | { failure: string }> {
+    if (!content) return { failure: NO_TEXT };
+    let chunks: Chunk[];
+    try {
+      chunks = await chunkStoredDocument({
+        // The column holds what `extractDocument` returned.
+        document: content as ExtractedDocument,
+        options: {
+          targetTokens: source.chunking.target_tokens,
+          overlapTokens: source.chunking.overlap_tokens,
+        },
+        sizeBytes: file.size_bytes,
+        filename: file.filename,
+        signal,
+      });
+    } catch (error) {
+      if (error instanceof ExtractionError) return { failure: error.message };
+      throw error;
+    }
+    if (chunks.length === 0) return { failure: NO_TEXT };
+    return chunks.map(({ position, text, headingPath, tokenCount }) => ({
+      position,
+      text,
+      headingPath,
+      tokenCount,
+    }));
+  }
 
   /** The generation a run writes: the current one for a `documents` run, else the new one. */
   const targetOf = (source: SourceRow) =>
@@ -127,9 +177,8 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
     }
     const source = await repo.findSourceById(document.source_id);
     if (!source) return;
-    const content = await repo.getContent(document.id);
-    const chunks = content ? chunksOf(content, source) : [];
-    if (chunks.length === 0) return failProcessing(document, 'the document has no text to index');
+    const chunks = await chunksOf(await repo.getContent(document.id), source, document, signal);
+    if ('failure' in chunks) return failProcessing(document, chunks.failure);
     let prepared: PreparedChunks;
     try {
       prepared = await retrieval.prepare(document.workspace_id, source.embedding, chunks, signal);
@@ -140,14 +189,38 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       await repo.updateDocument(document.id, { failure_reason: describe(error) }).catch(() => {});
       throw error;
     }
-    await inTransaction(db, async (tx) => {
-      const txRepo = createKnowledgeRepository(tx);
-      const locked = await txRepo.lockSource(source.id, 'share');
-      const current = await txRepo.lockDocument(document.id);
-      if (!locked || current?.status !== 'processing') return;
-      const processed = await writeIndexed(tx, txRepo, locked, current.id, prepared, locked.generation);
-      await activity.record(tx, documentProcessed(processed));
-    });
+    // On the embedded database a slice at a time, each in a transaction of its own, so that it
+    // serves other requests between them (a document's chunks in one transaction held it for
+    // seconds); on PostgreSQL one transaction (other connections serve meanwhile).
+    const slices = deps.sliceTransactions ? retrieval.slices(prepared) : [prepared];
+    let generation: number | undefined;
+    for (const [index, slice] of slices.entries()) {
+      const last = index === slices.length - 1;
+      // PGlite answers within microtasks: without a turn of the event loop between slices, no
+      // socket would be read nor timer fired until the last one (11 s for a 2 MB text).
+      if (index > 0) await nextTurn();
+      const written = await inTransaction(db, async (tx) => {
+        const txRepo = createKnowledgeRepository(tx);
+        const locked = await txRepo.lockSource(source.id, 'share');
+        const current = await txRepo.lockDocument(document.id);
+        if (!locked || current?.status !== 'processing') return false;
+        // A rebuild swapped generations between slices (dropping the ones written): start again.
+        if (generation !== undefined && locked.generation !== generation) throw new GenerationMoved();
+        generation = locked.generation;
+        const target = {
+          workspaceId: locked.workspace_id,
+          sourceId: locked.id,
+          documentId: current.id,
+          generation,
+        };
+        await retrieval.writeChunks(tx, target, slice, { replace: index === 0 });
+        if (!last) return true;
+        const processed = await markProcessed(txRepo, current.id, prepared.chunks.length, generation);
+        await activity.record(tx, documentProcessed(processed));
+        return true;
+      });
+      if (!written) return;
+    }
   }
 
   async function failProcessing(document: DocumentRow, reason: string): Promise<void> {
@@ -155,6 +228,8 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       const txRepo = createKnowledgeRepository(tx);
       const current = await txRepo.lockDocument(document.id);
       if (current?.status !== 'processing') return;
+      // Slices an earlier attempt wrote are searchable; a failed document has no chunks.
+      await retrieval.removeDocument(tx, document.workspace_id, document.id);
       const failed = await txRepo.updateDocument(document.id, { status: 'failed', failure_reason: reason });
       if (failed) await activity.record(tx, documentFailed(failed));
     });
@@ -169,17 +244,27 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
     prepared: PreparedChunks,
     generation: number,
     changes: DocumentChanges = {},
+    earlier = 0,
   ): Promise<DocumentRow> {
-    await retrieval.indexDocument(
-      tx,
-      { workspaceId: source.workspace_id, sourceId: source.id, documentId, generation },
-      prepared,
-    );
+    const target = { workspaceId: source.workspace_id, sourceId: source.id, documentId, generation };
+    // `earlier` chunks were written by earlier transactions of this run: they stay.
+    await retrieval.writeChunks(tx, target, prepared, { replace: earlier === 0 });
+    return markProcessed(txRepo, documentId, earlier + prepared.chunks.length, generation, changes);
+  }
+
+  /** Marks a document processed with `chunks` chunks in `generation` (in the caller's transaction). */
+  async function markProcessed(
+    txRepo: KnowledgeRepository,
+    documentId: string,
+    chunks: number,
+    generation: number,
+    changes: DocumentChanges = {},
+  ): Promise<DocumentRow> {
     const processed = await txRepo.updateDocument(documentId, {
       ...changes,
       status: 'processed',
       failure_reason: null,
-      chunk_count: prepared.chunks.length,
+      chunk_count: chunks,
       indexed_generation: generation,
       indexed_at: new Date(),
     });
@@ -238,9 +323,9 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
   ) {
     signal.throwIfAborted();
     const content = await repo.getContent(document.id);
-    const chunks = content ? chunksOf(content, source) : [];
-    if (chunks.length === 0) {
-      const reason = document.failure_reason ?? 'the document has no text to index';
+    const chunks = await chunksOf(content, source, document, signal);
+    if ('failure' in chunks) {
+      const reason = content ? chunks.failure : (document.failure_reason ?? NO_TEXT);
       return markFailed(source, runId, { id: document.id, changes }, reason);
     }
     const prepared = await retrieval.prepare(source.workspace_id, source.embedding, chunks, signal);
@@ -259,22 +344,68 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
     prepared: PreparedChunks,
     content?: StoredExtraction,
   ): Promise<void> {
+    const { last, earlier } = await writeAheadSlices(source, runId, target, prepared);
     const written = await inTransaction(db, async (tx) => {
       const txRepo = createKnowledgeRepository(tx);
       const locked = await lockRun(txRepo, source.id, runId);
       const found = await findTarget(txRepo, target);
       if (!found) return false;
       if (content) await txRepo.putContent(source.workspace_id, found.row.id, content);
-      const processed = await writeIndexed(tx, txRepo, locked, found.row.id, prepared, targetOf(locked), {
-        ...found.changes,
-        index_run_id: runId,
-      });
+      const changes = { ...found.changes, index_run_id: runId };
+      const generation = targetOf(locked);
+      const processed = await writeIndexed(
+        tx,
+        txRepo,
+        locked,
+        found.row.id,
+        last,
+        generation,
+        changes,
+        earlier,
+      );
       if (found.created || found.row.status === 'failed' || content) {
         await activity.record(tx, documentProcessed(processed));
       }
       return true;
     });
     if (written) await repo.addProgress(source.id, runId, { done: 1 });
+  }
+
+  /**
+   * On the embedded database, writes all but the last slice of an existing document's chunks
+   * into the run's new generation, each in a transaction of its own, so that the database
+   * serves other requests between them; the last slice goes with the document's status
+   * (`markIndexed`). Only where no search reads them until the run completes: a new
+   * generation, not a `documents` run's in-place rewrite, whose chunks must change at once.
+   */
+  async function writeAheadSlices(
+    source: SourceRow,
+    runId: string,
+    target: Target,
+    prepared: PreparedChunks,
+  ): Promise<{ last: PreparedChunks; earlier: number }> {
+    if (!deps.sliceTransactions || !('id' in target) || source.index_scope === 'documents') {
+      return { last: prepared, earlier: 0 };
+    }
+    const slices = retrieval.slices(prepared);
+    let earlier = 0;
+    for (const slice of slices.slice(0, -1)) {
+      await nextTurn();
+      await inTransaction(db, async (tx) => {
+        const locked = await lockRun(createKnowledgeRepository(tx), source.id, runId);
+        const generation = targetOf(locked);
+        const into = {
+          workspaceId: source.workspace_id,
+          sourceId: source.id,
+          documentId: target.id,
+          generation,
+        };
+        await retrieval.writeChunks(tx, into, slice, { replace: earlier === 0 });
+      });
+      earlier += slice.chunks.length;
+    }
+    await nextTurn();
+    return { last: slices.at(-1) ?? prepared, earlier };
   }
 
   /**
@@ -470,10 +601,8 @@ export function createDocumentIndexer(deps: IndexerDependencies) {
       throw error;
     }
     const content = toStored(extracted);
-    const chunks = chunksOf(content, source);
-    if (chunks.length === 0) {
-      return markFailed(source, runId, target(hash, sized), 'the document has no text to index');
-    }
+    const chunks = await chunksOf(content, source, { size_bytes: read.bytes.length, filename }, signal);
+    if ('failure' in chunks) return markFailed(source, runId, target(hash, sized), chunks.failure);
     const prepared = await retrieval.prepare(source.workspace_id, source.embedding, chunks, signal);
     const described = { ...sized, title: extracted.title?.trim() || filename, format: extracted.format };
     await markIndexed(source, runId, target(hash, described), prepared, content);

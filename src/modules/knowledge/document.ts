@@ -51,8 +51,16 @@ export interface ExtractedDocument {
  *   an unterminated CSV quote).
  * - `no_text`: readable, but there is no text in it (a scanned PDF without OCR, an encrypted PDF,
  *   an HTML page that is all script).
+ * - `too_large`: it reads as more text, or makes more chunks, than its size allows
+ *   (document-limits.ts): a CSV repeating long column names in every row, say.
  */
-export type ExtractionFailure = 'unsupported_type' | 'empty' | 'corrupt' | 'no_text' | 'type_mismatch';
+export type ExtractionFailure =
+  | 'unsupported_type'
+  | 'empty'
+  | 'corrupt'
+  | 'no_text'
+  | 'type_mismatch'
+  | 'too_large';
 
 /** A file that yields no document; `message` is written for the person who uploaded it. */
 export class ExtractionError extends Error {

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { ExtractionError } from './document.ts';
-import type { ExtractionJob, ExtractionMessage, ExtractionOutcome } from './extract-worker.ts';
+import type { ChunkingJob, ExtractionJob, ExtractionMessage, ExtractionOutcome } from './extract-worker.ts';
 
 /**
  * Worker threads that read files, at most `size` at a time, each file under a time limit and each
@@ -47,8 +47,12 @@ export class ExtractionPool {
     this.options = options;
   }
 
-  /** Reads one file in a worker; `displayName` names it in limit messages. */
-  async run(job: ExtractionJob, displayName: string, signal?: AbortSignal): Promise<ExtractionOutcome> {
+  /** Reads (or chunks) one file in a worker; `displayName` names it in limit messages. */
+  async run(
+    job: ExtractionJob | ChunkingJob,
+    displayName: string,
+    signal?: AbortSignal,
+  ): Promise<ExtractionOutcome> {
     await this.takeTurn(signal);
     try {
       return await this.runOnWorker(this.takeWorker(), job, displayName, signal);
@@ -134,7 +138,7 @@ export class ExtractionPool {
 
   private runOnWorker(
     pooled: PooledWorker,
-    job: ExtractionJob,
+    job: ExtractionJob | ChunkingJob,
     displayName: string,
     signal: AbortSignal | undefined,
   ): Promise<ExtractionOutcome> {

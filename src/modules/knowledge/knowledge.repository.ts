@@ -1,3 +1,5 @@
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
 import {
   and,
   asc,
@@ -15,6 +17,7 @@ import {
 } from 'drizzle-orm';
 import { likePattern, paginate, totalCount } from '../../db/queries.ts';
 import {
+  type CompressedExtraction,
   type DocumentStatus,
   documentContents,
   documents,
@@ -24,6 +27,9 @@ import {
   sources,
 } from '../../db/schema/knowledge.ts';
 import type { Db } from '../../db/transaction.ts';
+
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
 
 export type {
   ChunkingSettings,
@@ -484,12 +490,18 @@ export function createKnowledgeRepository(db: Db) {
       return counts;
     },
 
-    /** Stores (or replaces) the document's extracted text. */
+    /**
+     * Stores (or replaces) the document's extracted text, compressed (`CompressedExtraction`):
+     * the compression runs on libuv's threads, and the embedded database then stores one string.
+     */
     async putContent(workspaceId: string, documentId: string, content: StoredExtraction): Promise<void> {
+      const packed: CompressedExtraction = {
+        gzip_json: (await gzipAsync(JSON.stringify(content))).toString('base64'),
+      };
       await db
         .insert(documentContents)
-        .values({ document_id: documentId, workspace_id: workspaceId, content })
-        .onConflictDoUpdate({ target: documentContents.document_id, set: { content } });
+        .values({ document_id: documentId, workspace_id: workspaceId, content: packed })
+        .onConflictDoUpdate({ target: documentContents.document_id, set: { content: packed } });
     },
 
     async deleteContent(documentId: string): Promise<void> {
@@ -501,7 +513,10 @@ export function createKnowledgeRepository(db: Db) {
         .select({ content: documentContents.content })
         .from(documentContents)
         .where(eq(documentContents.document_id, documentId));
-      return row?.content;
+      const stored = row?.content;
+      if (stored === undefined || !('gzip_json' in stored)) return stored;
+      const json = await gunzipAsync(Buffer.from(stored.gzip_json, 'base64'));
+      return JSON.parse(json.toString('utf8')) as StoredExtraction;
     },
   };
 }

@@ -53,6 +53,7 @@ const EXTRACTION_ERRORS = {
   empty: [422, 'empty_document'],
   corrupt: [422, 'corrupt_document'],
   no_text: [422, 'document_without_text'],
+  too_large: [422, 'document_too_large'],
 } as const satisfies Record<ExtractionFailure, readonly [number, string]>;
 
 type Who = Pick<Caller, 'userId' | 'workspaceId'>;

@@ -1,5 +1,6 @@
 import { baseName, detectFormat } from './detect-format.ts';
 import { type Block, type DocumentFormat, type ExtractedDocument, ExtractionError } from './document.ts';
+import { textTooLarge } from './document-limits.ts';
 import { extractCsv } from './extract-csv.ts';
 import { extractHtml } from './extract-html.ts';
 import { extractJson } from './extract-json.ts';
@@ -37,8 +38,18 @@ export interface DocumentSource {
   signal?: AbortSignal;
 }
 
-/** Reads a file into a document, or throws the `ExtractionError` that says why it cannot. */
+/**
+ * Reads a file into a document, or throws the `ExtractionError` that says why it cannot. A file
+ * whose text passes the limit for its size (document-limits.ts) is `too_large`.
+ */
 export async function readDocument(source: DocumentSource): Promise<ExtractedDocument> {
+  const document = await readBlocks(source);
+  const tooLarge = textTooLarge(document.blocks, source.bytes.length, `"${baseName(source.filename)}"`);
+  if (tooLarge) throw new ExtractionError('too_large', tooLarge);
+  return document;
+}
+
+async function readBlocks(source: DocumentSource): Promise<ExtractedDocument> {
   source.signal?.throwIfAborted();
   const name = baseName(source.filename);
   const shown = `"${name}"`;

@@ -1,7 +1,7 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, invalidFields, notFound } from '../../errors.ts';
-import { ConditionError, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
+import { ConditionError, createNormaliser, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
 import type { ActivityInput, ActivityService } from '../activity/activity.service.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { RunsService } from '../runs/runs.service.ts';
@@ -505,12 +505,14 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
       const rows = attached as AttachedPlaybook[];
       if (rows.length === 0) return () => [];
       const tags = Array.isArray(facts.context.tags) ? facts.context.tags : [];
+      // One normaliser for the run: each of its strings is lower-cased once for all its rules.
+      const lower = createNormaliser();
       return (agent) =>
         rows.flatMap((row) => {
           if (row.agent_id !== agent.id) return [];
           let holds: boolean;
           try {
-            holds = evaluateCondition(parseCondition(row.when), { ...facts, tags, agent: agent.name });
+            holds = evaluateCondition(parseCondition(row.when), { ...facts, tags, agent: agent.name }, lower);
           } catch {
             holds = false; // stored rules were checked when attached; never let one stop a run
           }

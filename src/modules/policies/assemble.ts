@@ -10,7 +10,7 @@
  *   4. over the token budget, droppable sections go from the last one back until it fits
  */
 import { createHash } from 'node:crypto';
-import { type Condition, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
+import { type Condition, createNormaliser, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
 import { estimateTokens } from '../../lib/tokens.ts';
 
 export const SECTION_KINDS = ['instructions', 'persona', 'rules', 'examples', 'context'] as const;
@@ -184,10 +184,11 @@ export function assemblePolicy(content: PolicyContent, input: AssembleInput): As
   };
 
   const unresolved = new Set<string>();
+  const lower = createNormaliser();
   const rendered = content.sections.map((section) => {
     const condition: Condition | undefined =
       section.when === undefined ? undefined : parseCondition(section.when);
-    const holds = condition === undefined || evaluateCondition(condition, facts);
+    const holds = condition === undefined || evaluateCondition(condition, facts, lower);
     const text = section.text.replace(PLACEHOLDER, (_whole, raw: string) => {
       const name = variableName(raw);
       const value = lookup(values, name);

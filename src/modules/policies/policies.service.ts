@@ -3,6 +3,7 @@ import { type Caller, hasRole } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, invalidFields, notFound, preconditionFailed } from '../../errors.ts';
 import { assign, BUCKETS, bucketOf } from '../../lib/bucketing.ts';
+import { factsTooLarge, MAX_FACTS_BYTES } from '../../lib/conditions.ts';
 import {
   compareQuantile,
   compareRatio,
@@ -424,14 +425,30 @@ export function createPoliciesService(deps: PoliciesDependencies) {
     },
 
     /**
-     * `POST /policy/{id}/assemble`: renders the policy for the caller. An experiment's variant is
-     * served to anyone who may assemble, but only an admin's (or owner's) assemble records an
-     * exposure: outside a run nothing is run, so a member could otherwise invent conversation or
-     * user ids by the thousand and skew the units, the sample-ratio check and the verdict. An
-     * integration that assembles for its own model calls does so as an admin.
+     * `POST /policy/{id}/assemble`: renders the policy for the caller. The context and variables
+     * conditions test are bounded (`MAX_FACTS_BYTES` each, else 413 naming the field): every
+     * section's condition may scan them; a run's own inputs (`assembleForAgent`) were bounded by
+     * the request that started it. An experiment's variant is served to anyone who may assemble,
+     * but only an admin's (or owner's) assemble records an exposure: outside a run nothing is
+     * run, so a member could otherwise invent conversation or user ids by the thousand and skew
+     * the units, the sample-ratio check and the verdict. An integration that assembles for its
+     * own model calls does so as an admin.
      */
-    assemble: (caller: Who & Pick<Caller, 'role'>, policyId: string, input: AssembleRequest) =>
-      assembleFor(caller, policyId, input, hasRole(caller.role, 'admin')),
+    assemble(caller: Who & Pick<Caller, 'role'>, policyId: string, input: AssembleRequest) {
+      const problems = (['context', 'variables'] as const).flatMap((field) => {
+        const tooLarge = input[field] === undefined ? undefined : factsTooLarge(input[field]);
+        return tooLarge ? [{ field: `body.${field}`, message: tooLarge }] : [];
+      });
+      if (problems.length > 0) {
+        throw new AppError(
+          413,
+          'payload_too_large',
+          `conditions test at most ${MAX_FACTS_BYTES} bytes of context and of variables`,
+          problems,
+        );
+      }
+      return assembleFor(caller, policyId, input, hasRole(caller.role, 'admin'));
+    },
 
     /**
      * The context of an agent that has a policy, for a run step or a chat turn: the system

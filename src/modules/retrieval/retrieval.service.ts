@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Caller } from '../../caller.ts';
 import { afterCommit, type Db, inTransaction, isTransaction } from '../../db/transaction.ts';
 import { AppError, invalidFields } from '../../errors.ts';
@@ -116,6 +117,39 @@ export const ANALYZE_GROWTH = 0.2;
  */
 const DEFAULT_POSTINGS_MEMORY_BYTES = 256 * 1024 * 1024;
 const DEFAULT_POSTINGS_MIN_CHUNKS = 2_000;
+
+/**
+ * The most chunk text one insert statement carries. Writing a chunk costs PostgreSQL its
+ * tsvector and statistics, about 1.5 ms per 2 KB chunk in PGlite on a slow core, and PGlite runs
+ * in the service's thread: a document's chunks in one statement held the event loop for
+ * seconds (a 2 MB text, 1.5 s). Slices of this size take tens of milliseconds each.
+ */
+const INSERT_SLICE_CHARS = 16 * 1024;
+/** The most chunks one insert statement carries, however short they are. */
+const INSERT_SLICE_CHUNKS = 200;
+
+/** A chunk's text with its heading path, in UTF-16 code units: what a statement carries. */
+const textSize = (text: string, headingPath: string[]) =>
+  headingPath.reduce((sum, heading) => sum + heading.length, text.length);
+
+/** Splits a document's rows into statements of at most `INSERT_SLICE_CHARS` / `INSERT_SLICE_CHUNKS`. */
+function insertSlices<T>(rows: T[], sizeOf: (row: T) => number): T[][] {
+  const slices: T[][] = [];
+  let slice: T[] = [];
+  let chars = 0;
+  for (const row of rows) {
+    const size = sizeOf(row);
+    if (slice.length > 0 && (chars + size > INSERT_SLICE_CHARS || slice.length >= INSERT_SLICE_CHUNKS)) {
+      slices.push(slice);
+      slice = [];
+      chars = 0;
+    }
+    slice.push(row);
+    chars += size;
+  }
+  if (slice.length > 0) slices.push(slice);
+  return slices;
+}
 
 /** Chunks read per statement while building a partition's postings. */
 const POSTINGS_PAGE = 1_000;
@@ -516,6 +550,55 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     };
   }
 
+  /**
+   * Adds `prepared` to the document's chunks in `target.generation`, in the caller's
+   * transaction, in statements of bounded size with a turn of the event loop between them;
+   * with `replace`, the document's earlier chunks of that generation go first. A generation
+   * older than the source's active one is refused (409 `index_generation_stale`).
+   */
+  async function writeChunks(
+    tx: Db,
+    target: IndexTarget,
+    prepared: PreparedChunks,
+    options: { replace: boolean },
+  ): Promise<void> {
+    requireTransaction(tx, 'writeChunks');
+    const positions = new Set(prepared.chunks.map((chunk) => chunk.position));
+    if (positions.size !== prepared.chunks.length) throw new Error('chunk positions must be unique');
+    if (prepared.vectors && prepared.vectors.length !== prepared.chunks.length) {
+      throw new Error('prepared chunks need one vector each');
+    }
+    const repository = createRetrievalRepository(tx);
+    const active = await repository.ensureActiveGeneration(
+      target.workspaceId,
+      target.sourceId,
+      target.generation,
+    );
+    if (target.generation < active) throw staleGeneration(target.generation, active);
+    const slot = await repository.takeSlot(target.workspaceId);
+    if (
+      options.replace &&
+      (await repository.hasDocumentChunks(target.workspaceId, target.documentId, target.generation))
+    ) {
+      await repository.deleteDocumentChunks(target.workspaceId, target.documentId, slot, target.generation);
+    }
+    const rows = prepared.chunks.map((chunk, index) => ({
+      position: chunk.position,
+      text: chunk.text,
+      heading_path: chunk.headingPath,
+      token_count: chunk.tokenCount,
+      embedding: prepared.vectors?.[index] ?? null,
+    }));
+    for (const [index, slice] of insertSlices(rows, (row) =>
+      textSize(row.text, row.heading_path),
+    ).entries()) {
+      // Between statements the event loop turns: PGlite runs each statement in this thread.
+      if (index > 0) await nextTurn();
+      await repository.insertChunks(target, slice, prepared.model ?? '', slot);
+    }
+    noteWritten(tx, prepared.chunks.length);
+  }
+
   return {
     /** Records hit-rate counts; `services.ts` starts and stops it with the process. */
     statsComponent: stats.component,
@@ -537,42 +620,33 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     },
 
     /**
+     * Splits prepared chunks into the slices one statement writes (`INSERT_SLICE_CHARS`): a
+     * caller that cannot hold the database for a whole document (the embedded database runs in
+     * the service's thread, one transaction at a time) writes them with `writeChunks`, each in
+     * a transaction of its own.
+     */
+    slices(prepared: PreparedChunks): PreparedChunks[] {
+      const indexes = insertSlices(
+        prepared.chunks.map((chunk, index) => ({ chunk, index })),
+        ({ chunk }) => textSize(chunk.text, chunk.headingPath),
+      );
+      return indexes.map((slice) => ({
+        chunks: slice.map(({ chunk }) => chunk),
+        model: prepared.model,
+        vectors: prepared.vectors ? slice.map(({ index }) => prepared.vectors?.[index] as number[]) : null,
+      }));
+    },
+
+    writeChunks,
+
+    /**
      * Makes `prepared` the document's chunks in `target.generation`, in the caller's
      * transaction: the document's earlier chunks of that generation are replaced, those of
      * other generations stay until `activateGeneration`. A generation older than the source's
      * active one is refused (409 `index_generation_stale`).
      */
     async indexDocument(tx: Db, target: IndexTarget, prepared: PreparedChunks): Promise<void> {
-      requireTransaction(tx, 'indexDocument');
-      const positions = new Set(prepared.chunks.map((chunk) => chunk.position));
-      if (positions.size !== prepared.chunks.length) throw new Error('chunk positions must be unique');
-      if (prepared.vectors && prepared.vectors.length !== prepared.chunks.length) {
-        throw new Error('prepared chunks need one vector each');
-      }
-      const repository = createRetrievalRepository(tx);
-      const active = await repository.ensureActiveGeneration(
-        target.workspaceId,
-        target.sourceId,
-        target.generation,
-      );
-      if (target.generation < active) throw staleGeneration(target.generation, active);
-      const slot = await repository.takeSlot(target.workspaceId);
-      if (await repository.hasDocumentChunks(target.workspaceId, target.documentId, target.generation)) {
-        await repository.deleteDocumentChunks(target.workspaceId, target.documentId, slot, target.generation);
-      }
-      await repository.insertChunks(
-        target,
-        prepared.chunks.map((chunk, index) => ({
-          position: chunk.position,
-          text: chunk.text,
-          heading_path: chunk.headingPath,
-          token_count: chunk.tokenCount,
-          embedding: prepared.vectors?.[index] ?? null,
-        })),
-        prepared.model ?? '',
-        slot,
-      );
-      noteWritten(tx, prepared.chunks.length);
+      await writeChunks(tx, target, prepared, { replace: true });
     },
 
     /**
