@@ -188,6 +188,7 @@ describe('the database away during a tool’s database use (its vault read)', ()
     const credential = await buildCredential(t, actor, {
       credential_type: 'openai_credentials',
       data: { api_key: API_KEY },
+      allowed_hosts: [new URL(llm.url).host],
     });
     const agent = await buildAgent(t, actor, {
       model: null,
