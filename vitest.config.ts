@@ -8,6 +8,10 @@ import { defineConfig } from 'vitest/config';
  * A fourth project, `exclusive`, holds tests that disturb the whole machine (the Redis restart
  * stops the machine's Redis). `sequence.groupOrder: 1` makes Vitest run it only after every
  * other project (group 0) has finished, so no other test file runs while Redis is down.
+ *
+ * A fifth, `timing`, holds the tests that measure the service's own stalls (the event loop's
+ * delay while the largest upload of each format is indexed, or every heavy flag evaluated):
+ * group 2, one file at a time, so the CPU of other test files does not pass for the service's.
  */
 export default defineConfig({
   test: {
@@ -23,11 +27,24 @@ export default defineConfig({
       { extends: true, test: { name: 'service', include: ['src/**/*.service.test.ts'] } },
       {
         extends: true,
-        test: { name: 'api', include: ['tests/**/*.test.ts'], exclude: ['tests/exclusive/**'] },
+        test: {
+          name: 'api',
+          include: ['tests/**/*.test.ts'],
+          exclude: ['tests/exclusive/**', 'tests/timing/**'],
+        },
       },
       {
         extends: true,
         test: { name: 'exclusive', include: ['tests/exclusive/**/*.test.ts'], sequence: { groupOrder: 1 } },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'timing',
+          include: ['tests/timing/**/*.test.ts'],
+          sequence: { groupOrder: 2 },
+          fileParallelism: false,
+        },
       },
     ],
   },

@@ -1,0 +1,71 @@
+import os from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_CONDITION_LENGTH, MAX_FACTS_BYTES } from '../../src/lib/conditions.ts';
+import { createTestApp, type TestApp } from '../helpers/test-app.ts';
+
+/**
+ * Evaluating every flag of a workspace never holds the event loop (issue 23, 1.3): however many
+ * flags of the heaviest rules a workspace holds, the evaluation turns the loop between them. A
+ * timing test: it lives in the `timing` project, run alone after every other, so that other
+ * test files' CPU does not pass for the service's stalls (vitest.config.ts).
+ */
+
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t.close());
+
+/** A rule as long as a rule may be: `path contains "..."` tests that never match, joined by `or`. */
+function hostileRule(path: string, seed: number): string {
+  const tests: string[] = [];
+  for (let i = 0; ; i += 1) {
+    const next = `${path} contains "qz${seed}x${i}"`;
+    if ([...tests, next].join(' or ').length > MAX_CONDITION_LENGTH) break;
+    tests.push(next);
+  }
+  return tests.join(' or ');
+}
+
+/** Mixed-case prose of about `bytes` UTF-8 bytes, so lower-casing it is real work. */
+const prose = (bytes: number) =>
+  'The Quick Brown Fox Jumps Over The Lazy Dog. '.repeat(bytes / 45 + 1).slice(0, bytes);
+
+/** The largest context the limit admits: one attribute holding nearly all of it. */
+const contextAtLimit = () => {
+  const empty = JSON.stringify({ doc: '' }).length;
+  return { doc: prose(MAX_FACTS_BYTES - empty) };
+};
+
+describe('evaluating every flag of a workspace', () => {
+  it('turns the event loop between flags, however many heavy flags the workspace holds', async () => {
+    const bob = await t.newWorkspace('conditions-bob');
+    const rules = Array.from({ length: 50 }, (_, i) => ({ when: hostileRule('doc', i), variant: 'on' }));
+    for (let i = 0; i < 40; i += 1) {
+      const response = await t.call(bob, 'PUT', `/api/settings/flags/heavy.f${i}`, {
+        type: 'boolean',
+        default: false,
+        variants: { on: true },
+        rules,
+      });
+      expect(response.statusCode, response.body).toBe(200);
+    }
+    const loop = monitorEventLoopDelay({ resolution: 5 });
+    loop.enable();
+    const response = await t.call(bob, 'POST', '/api/settings/flags/evaluate', { context: contextAtLimit() });
+    // The monitor samples when its timer fires: let it fire once after the request.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    loop.disable();
+    expect(response.statusCode, response.body).toBe(200);
+    expect(
+      response.json().items.filter((item: { key: string }) => item.key.startsWith('heavy.')),
+    ).toHaveLength(40);
+    // The issue's 100 ms, scaled by how many runnable threads share each core on a loaded machine.
+    const contention = Math.max(1, (os.loadavg()[0] ?? 0) / os.availableParallelism());
+    expect(loop.max / 1e6, `the longest stall, at a contention of ${contention}`).toBeLessThan(
+      100 * contention,
+    );
+  });
+});
