@@ -473,6 +473,22 @@ const redisAnswers = () =>
     encoding: 'utf8',
   }).stdout.trim() === 'PONG';
 
+/** Starts Redis as `.ci/run` does: no persistence, so a restart comes back empty. */
+function startRedis(): void {
+  spawnSync('redis-server', [
+    '--daemonize',
+    'yes',
+    '--bind',
+    '127.0.0.1',
+    '--port',
+    REDIS_PORT,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+  ]);
+}
+
 async function inject(fault: Fault, system: System, pgAdmin: pg.Client, database: string): Promise<void> {
   // The window opens a little before the fault, so a request already failing is inside it.
   const window: Window = { fault, from: Date.now() - 1000, to: Number.POSITIVE_INFINITY };
@@ -486,18 +502,7 @@ async function inject(fault: Fault, system: System, pgAdmin: pg.Client, database
       spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', REDIS_PORT, 'shutdown', 'nosave']);
       await until(() => !redisAnswers(), 'Redis to stop', 10_000);
       await sleep(3000);
-      spawnSync('redis-server', [
-        '--daemonize',
-        'yes',
-        '--bind',
-        '127.0.0.1',
-        '--port',
-        REDIS_PORT,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-      ]);
+      startRedis();
       await until(redisAnswers, 'Redis to start', 10_000);
     } else if (fault === 'postgres') {
       await pgAdmin.query(
@@ -847,18 +852,7 @@ async function main(): Promise<void> {
       .drop()
       .catch((error) => process.stderr.write(`could not drop the database: ${String(error)}\n`));
     if (!redisAnswers()) {
-      spawnSync('redis-server', [
-        '--daemonize',
-        'yes',
-        '--bind',
-        '127.0.0.1',
-        '--port',
-        REDIS_PORT,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-      ]);
+      startRedis();
     }
   }
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_CONDITION_LENGTH, MAX_FACTS_BYTES } from '../../src/lib/conditions.ts';
+import { MAX_FACTS_BYTES } from '../../src/lib/conditions.ts';
 import type { Actor } from '../helpers/api-client.ts';
+import { contextAtLimit, hostileRule, prose } from '../helpers/hostile-conditions.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /**
@@ -22,27 +23,6 @@ afterAll(() => t.close());
 
 /** Time the issue allows a request at the limit; far above what it takes, far below a stall. */
 const BOUND_MS = 1_000;
-
-/** A rule as long as a rule may be: `path contains "..."` tests that never match, joined by `or`. */
-function hostileRule(path: string, seed: number): string {
-  const tests: string[] = [];
-  for (let i = 0; ; i += 1) {
-    const next = `${path} contains "qz${seed}x${i}"`;
-    if ([...tests, next].join(' or ').length > MAX_CONDITION_LENGTH) break;
-    tests.push(next);
-  }
-  return tests.join(' or ');
-}
-
-/** Mixed-case prose of about `bytes` UTF-8 bytes, so lower-casing it is real work. */
-const prose = (bytes: number) =>
-  'The Quick Brown Fox Jumps Over The Lazy Dog. '.repeat(bytes / 45 + 1).slice(0, bytes);
-
-/** The largest context the limit admits: one attribute holding nearly all of it. */
-const contextAtLimit = () => {
-  const empty = JSON.stringify({ doc: '' }).length;
-  return { doc: prose(MAX_FACTS_BYTES - empty) };
-};
 
 /** Every shape a context can be too large in: one long value, many keys, depth, a long list. */
 const oversized: [string, Record<string, unknown>][] = [
