@@ -18,27 +18,7 @@ import { ProblemSchema } from './http/schemas.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 import { runAsWorkStartedAt } from './lib/request-order.ts';
 import { loggerOptions } from './logger.ts';
-import { activityRoutes } from './modules/activity/activity.routes.ts';
-import { agentsRoutes } from './modules/agents/agents.routes.ts';
-import { analyticsRoutes } from './modules/analytics/analytics.routes.ts';
-import { auditRoutes } from './modules/audit/audit.routes.ts';
-import { chatRoutes } from './modules/chat/chat.routes.ts';
-import { codegraphRoutes } from './modules/codegraph/codegraph.routes.ts';
-import { corsRoutes } from './modules/cors/cors.routes.ts';
-import { credentialsRoutes } from './modules/credentials/credentials.routes.ts';
-import { flagsRoutes } from './modules/flags/flags.routes.ts';
 import { devJwksRoutes } from './modules/identity/identity.routes.ts';
-import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
-import { playbooksRoutes } from './modules/playbooks/playbooks.routes.ts';
-import { policiesRoutes } from './modules/policies/policies.routes.ts';
-import { providersRoutes } from './modules/providers/providers.routes.ts';
-import { retrievalRoutes } from './modules/retrieval/retrieval.routes.ts';
-import { runsRoutes } from './modules/runs/runs.routes.ts';
-import { systemRoutes } from './modules/system/system.routes.ts';
-import { toolsRoutes } from './modules/tools/tools.routes.ts';
-import { workflowsRoutes } from './modules/workflows/workflows.routes.ts';
-import { tenantsRoutes } from './modules/workspaces/tenants.routes.ts';
-import { workspacesRoutes } from './modules/workspaces/workspaces.routes.ts';
 import type { Services } from './services.ts';
 
 export interface AppOptions {
@@ -116,44 +96,10 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
 
   registerPrometheus(app, { token: config.metricsToken, postings: services.retrieval.postings.usage });
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
+  // Each module's routes, in the order of `services.routes`: one encapsulated plugin per module.
   await app.register(
     async (api) => {
-      await api.register(systemRoutes, {
-        system: services.system,
-        platformAdmins: new Set(config.platformAdmins),
-      });
-      await api.register(workspacesRoutes, { workspaces: services.workspaces });
-      await api.register(agentsRoutes, { agents: services.agents });
-      await api.register(workflowsRoutes, { workflows: services.workflows });
-      await api.register(runsRoutes, { runs: services.runs, streams });
-      await api.register(analyticsRoutes, { analytics: services.analytics });
-      await api.register(activityRoutes, {
-        activity: services.activity,
-        streams,
-        pingIntervalMs: config.wsPingIntervalMs,
-      });
-      await api.register(credentialsRoutes, {
-        credentials: services.credentials,
-        platformAdmins: new Set(config.platformAdmins),
-      });
-      await api.register(chatRoutes, { chat: services.chat, streams });
-      await api.register(playbooksRoutes, { playbooks: services.playbooks });
-      await api.register(policiesRoutes, { policies: services.policies });
-      await api.register(providersRoutes, { providers: services.providers });
-      await api.register(flagsRoutes, { flags: services.flags });
-      await api.register(tenantsRoutes, { tenants: services.tenants });
-      await api.register(corsRoutes, { cors: services.cors });
-      await api.register(auditRoutes, { audit: services.audit });
-      await api.register(toolsRoutes, { tools: services.tools });
-      await api.register(retrievalRoutes, { retrieval: services.retrieval });
-      await api.register(codegraphRoutes, {
-        codegraph: services.codegraph,
-        uploadMaxBytes: config.uploadMaxBytes,
-      });
-      await api.register(knowledgeRoutes, {
-        knowledge: services.knowledge,
-        uploadMaxBytes: config.uploadMaxBytes,
-      });
+      for (const routes of services.routes) await api.register(routes, { streams });
     },
     { prefix: '/api' },
   );

@@ -1,74 +1,38 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { JWK } from 'jose';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { createLocalEventHub, type EventHub } from './events/event-hub.ts';
 import { createRedisEventHub } from './events/redis-event-hub.ts';
 import { createBullmqQueue } from './jobs/bullmq-queue.ts';
-import { bindJob, type RegisteredJob } from './jobs/job.ts';
 import { createLocalQueue } from './jobs/local-queue.ts';
-import { tenantSourcesRoot } from './lib/fs/within-root.ts';
-import { createGuardedFetch } from './lib/net/guarded-fetch.ts';
 import { createRedisConnection } from './lib/redis/redis-connection.ts';
-import type { Component } from './lifecycle.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { createActivityService } from './modules/activity/activity.service.ts';
-import {
-  createMemoryTicketStore,
-  createRedisTicketStore,
-  type TicketStore,
-} from './modules/activity/ws-tickets.ts';
-import { createAgentsService } from './modules/agents/agents.service.ts';
-import { createRollupJob } from './modules/analytics/analytics.jobs.ts';
-import { createAnalyticsService } from './modules/analytics/analytics.service.ts';
-import { createAuditService } from './modules/audit/audit.service.ts';
-import { createChatService } from './modules/chat/chat.service.ts';
-import {
-  CODEGRAPH_INDEX,
-  createCodegraphRecovery,
-  indexJobId,
-  indexProjectJob,
-} from './modules/codegraph/codegraph.jobs.ts';
-import { createCodegraphService } from './modules/codegraph/codegraph.service.ts';
-import { createCorsService } from './modules/cors/cors.service.ts';
-import { testConnection } from './modules/credentials/connection-tester.ts';
-import { createCredentialsService } from './modules/credentials/credentials.service.ts';
-import { createVaultKeys, loadKeyring } from './modules/credentials/vault-keys.ts';
-import { createFlagsService } from './modules/flags/flags.service.ts';
-import { type DevSigningKey, loadDevSigningKey } from './modules/identity/dev-issuer.ts';
-import { createTokenVerifier } from './modules/identity/token-verifier.ts';
-import { createDocumentIndexer } from './modules/knowledge/document-indexer.ts';
-import {
-  createKnowledgeRecovery,
-  documentJobId,
-  INDEX_SOURCE,
-  indexSourceJob,
-  PROCESS_DOCUMENT,
-  processDocumentJob,
-  runJobId,
-} from './modules/knowledge/knowledge.jobs.ts';
-import { createKnowledgeService } from './modules/knowledge/knowledge.service.ts';
-import { createNightlyMining } from './modules/playbooks/playbooks.jobs.ts';
-import { createPlaybooksService } from './modules/playbooks/playbooks.service.ts';
-import { createPoliciesService } from './modules/policies/policies.service.ts';
-import { createModelGateway } from './modules/providers/ai-gateway.ts';
-import { createProvidersService } from './modules/providers/providers.service.ts';
-import { createLocalModels } from './modules/retrieval/local-models.ts';
-import { createRetrievalService } from './modules/retrieval/retrieval.service.ts';
-import { createRunEngine } from './modules/runs/run-engine.ts';
-import { createRunLog, createRunWriter } from './modules/runs/run-log.ts';
-import { renderGoal } from './modules/runs/run-state.ts';
-import { createRunRecovery, executeRunJob, RUN_EXECUTE } from './modules/runs/runs.jobs.ts';
-import { createRunsService } from './modules/runs/runs.service.ts';
-import { createSettingsService } from './modules/settings/settings.service.ts';
-import { createHeartbeat } from './modules/system/heartbeat.ts';
-import { createSystemService } from './modules/system/system.service.ts';
-import { loadToolDefinitions } from './modules/tools/tool-registry.ts';
-import { createToolsService } from './modules/tools/tools.service.ts';
-import { createWorkflowsService } from './modules/workflows/workflows.service.ts';
-import { createTenantsService } from './modules/workspaces/tenants.service.ts';
-import { createWorkspacesService } from './modules/workspaces/workspaces.service.ts';
+import type { ModuleRoutes } from './module.ts';
+import { createActivityModule } from './modules/activity/activity.module.ts';
+import type { TicketStore } from './modules/activity/ws-tickets.ts';
+import { createAgentsModule } from './modules/agents/agents.module.ts';
+import { createAnalyticsModule } from './modules/analytics/analytics.module.ts';
+import { createAuditModule } from './modules/audit/audit.module.ts';
+import { createChatModule } from './modules/chat/chat.module.ts';
+import { createCodegraphModule } from './modules/codegraph/codegraph.module.ts';
+import { createCorsModule } from './modules/cors/cors.module.ts';
+import { createCredentialsModule } from './modules/credentials/credentials.module.ts';
+import { createFlagsModule } from './modules/flags/flags.module.ts';
+import { createIdentityModule } from './modules/identity/identity.module.ts';
+import { createKnowledgeModule } from './modules/knowledge/knowledge.module.ts';
+import { createPlaybooksModule } from './modules/playbooks/playbooks.module.ts';
+import { createPoliciesModule } from './modules/policies/policies.module.ts';
+import { createProvidersModule } from './modules/providers/providers.module.ts';
+import { createRetrievalModule } from './modules/retrieval/retrieval.module.ts';
+import { createRunEngineModule } from './modules/runs/run-engine.module.ts';
+import { createRunsModule } from './modules/runs/runs.module.ts';
+import { createSettingsModule } from './modules/settings/settings.module.ts';
+import { createSystemModule } from './modules/system/system.module.ts';
+import { createToolsModule } from './modules/tools/tools.module.ts';
+import { createWorkflowsModule } from './modules/workflows/workflows.module.ts';
+import { createTenantsModule } from './modules/workspaces/tenants.module.ts';
+import { createWorkspacesModule } from './modules/workspaces/workspaces.module.ts';
 
 /** Parts a caller may supply instead of the defaults. */
 export interface ServiceOptions {
@@ -83,248 +47,208 @@ export interface ServiceOptions {
   log?: Logger;
 }
 
-/** Everything the HTTP layer and the commands use, wired in dependency order. */
+/**
+ * The composition root: each module built by its entrypoint (`create<Name>Module`), in
+ * dependency order, from values only. No function is written here: a module that needs another
+ * is built after it, so a cycle cannot hide behind a closure (tests/architecture.test.ts).
+ */
 export async function createServices(config: Config, database: Database, options: ServiceOptions = {}) {
-  const devKey: DevSigningKey | undefined =
-    config.auth.mode === 'dev' ? await loadDevSigningKey(config.dataDir) : undefined;
-  const devJwks: { keys: JWK[] } | undefined = devKey ? { keys: [devKey.publicJwk] } : undefined;
-
-  const { keyring, source: keySource } = loadKeyring({
-    encryptionKey: config.encryptionKey,
-    previousKeys: config.encryptionKeysPrevious,
-    dataDir: config.dataDir,
-  });
   const { db } = database;
-  const vaultKeys = createVaultKeys(db, keyring);
-  // The workspace audit trail: every administrative change below records into it, in the
-  // change's transaction. Its export merges in the vault's credential records (created below).
-  const audit = createAuditService({
-    db,
-    vault: () => credentials,
-    platformAdmins: new Set(config.platformAdmins),
-  });
   const log = options.log ?? createLogger(config.logLevel);
   // Jobs and events: on Redis when REDIS_URL is set (any number of processes), else in-process.
   const redis = config.redis ? createRedisConnection({ url: config.redis.url, log }) : undefined;
   const { prefix, lockMs, stopGraceMs } = config.queue;
-  const eventHub =
+  const hub =
     options.eventHub ?? (redis ? createRedisEventHub({ redis, prefix, log }) : createLocalEventHub());
-  const settings = createSettingsService(db, { hub: eventHub });
   const queue = redis
     ? createBullmqQueue({ redis, log, prefix, lockMs, stopGraceMs })
     : createLocalQueue({ log, stopGraceMs });
-  const activity = createActivityService(db, {
-    hub: eventHub,
-    // With Redis, any API process redeems a ticket another issued; `client` fails fast when down.
-    tickets:
-      options.tickets ??
-      (redis
-        ? createRedisTicketStore(redis.client, `${prefix}:agent-platform:ws-ticket:`)
-        : createMemoryTicketStore()),
-  });
-  // Feature flags: the one service through which the platform reads its switches.
-  const flags = createFlagsService({ db, activity: { record: activity.record }, audit });
-  const credentials = createCredentialsService({
+  // Job consumers (RUN_MODE worker or all) also sweep for work a lost enqueue or a dead worker left.
+  const consumes = config.runMode !== 'api';
+  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+
+  const identity = await createIdentityModule({ config });
+  const settings = createSettingsModule({ db, hub });
+  const activity = createActivityModule({
     db,
-    settings,
-    keys: vaultKeys,
-    audit,
-    testConnection,
-    outbound: config.outbound,
+    hub,
+    ...(options.tickets ? { tickets: options.tickets } : {}),
+    ...(redis ? { redis } : {}),
+    prefix,
+    pingIntervalMs: config.wsPingIntervalMs,
   });
-  // Every outbound request to an address a user chose (connection tests, LLM and embedding base
-  // URLs, URL sources, the http_request tool) follows one policy: the operator's OUTBOUND_*
-  // settings, which a workspace's refuse_private_networks may only narrow.
-  const addressPolicy = credentials.addressPolicy;
-  const workspaces = createWorkspacesService(db, undefined, audit, eventHub);
-  // Server-side folders (directory sources, code graph directories): each tenant reads only its
-  // own subtree, SOURCES_ROOT/<tenant id>, which the operator provisions.
-  const { sourcesRoot } = config;
-  const sourcesRootOf = sourcesRoot
-    ? async (workspaceId: string) => {
-        const tenantId = await workspaces.tenantOf(workspaceId);
-        if (!tenantId) throw new Error(`workspace ${workspaceId} has no tenant`);
-        return tenantSourcesRoot(sourcesRoot, tenantId);
-      }
-    : undefined;
-  const codegraph = createCodegraphService({
+  const credentials = createCredentialsModule({ db, settings: settings.service, config });
+  // Every outbound request to an address a user chose follows the vault's one policy.
+  const { addressPolicy } = credentials.service;
+  // The workspace audit trail: every administrative change below records into it.
+  const audit = createAuditModule({ db, vault: credentials.service, config });
+  const flags = createFlagsModule({ db, activity: activity.service, audit: audit.service });
+  const workspaces = createWorkspacesModule({
     db,
-    activity: { record: activity.record },
-    enqueue: (payload) => queue.enqueue(CODEGRAPH_INDEX, payload, { jobId: indexJobId(payload) }),
-    ...(sourcesRootOf ? { sourcesRootOf } : {}),
-    syncMaxBytes: config.codegraphSyncMaxBytes,
-    log,
+    audit: audit.service,
+    hub,
+    ...(config.sourcesRoot ? { sourcesRoot: config.sourcesRoot } : {}),
   });
-  // The knowledge_search tool reaches the search index through this closure: the index
-  // embeds queries through the model gateway, which binds the tools (created below).
-  const tools = createToolsService({
-    definitions: await loadToolDefinitions(),
-    credentials,
-    codegraph,
-    addressPolicy,
-    knowledge: { search: (caller, input, signal) => retrieval.search(caller, input, signal) },
-  });
-  // Agents and workflows meet inside each other's transactions: each gets only the one
-  // function it calls (the closure defers the lookup until after both exist).
-  const agents = createAgentsService(db, {
-    removeFromWorkflows: (tx, workspaceId, agentId) => workflows.removeAgent(tx, workspaceId, agentId),
-    activity: { record: activity.record },
-    checkTools: tools.checkRefs,
-    boundCredentials: tools.boundCredentials,
-    audit,
-  });
-  const workflows = createWorkflowsService(db, {
-    agents: { lockExisting: agents.lockExisting },
-    activity: { record: activity.record },
-  });
-  const modelGateway = createModelGateway({
-    settings,
-    credentials,
-    tools,
-    addressPolicy,
-    // With no model configured, chat quotes the workspace's best passages (the index's default mode).
-    knowledge: {
-      async search({ workspaceId, userId, query, top_k }, signal) {
-        const found = await retrieval.search({ workspaceId, userId }, { query, top_k }, signal);
-        return found.results.map((result) => ({
-          document_id: result.document.id,
-          title: result.document.title,
-          source: result.document.source.name,
-          heading_path: result.chunk.heading_path,
-          score: result.score,
-          passage: result.chunk.text,
-        }));
-      },
-    },
-  });
-  const retrieval = createRetrievalService({
+  const { sourcesRootOf } = workspaces;
+  const tenants = createTenantsModule({
     db,
-    models: modelGateway,
-    settings,
-    credentials,
-    localModels: createLocalModels(config.embeddingModelsDir),
-    keywordOnly: (caller) => flags.enabled(caller, 'search.keyword_only'),
-    onStatsError: (error) =>
-      log.warn({ err: error }, 'search counts could not be written; kept for the next try'),
-    onAnalyzeError: (error) => log.warn({ err: error }, 'ANALYZE of the search index failed'),
-    postings: config.searchPostings,
-    onPostingsError: (error) =>
-      log.warn({ err: error }, 'in-memory postings could not be built; the source is searched in SQL'),
+    activity: activity.service,
+    settings: settings.service,
+    platformAdmins: new Set(config.platformAdmins),
+    audit: audit.service,
+    hub,
   });
-  const runLog = {
+  const cors = createCorsModule({ db, hub, audit: audit.service, config, log });
+  const codegraph = createCodegraphModule({
     db,
-    hub: eventHub,
-    activity: {
-      recordAll: activity.recordAll,
-      insertForSource: activity.insertForSource,
-      announce: activity.announce,
-    },
-  };
-  const commit = createRunLog(runLog);
-  const write = createRunWriter(runLog);
-  const processOwner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const engine = createRunEngine({
-    db,
-    commit,
-    write,
-    agents,
-    workflows,
-    models: modelGateway,
-    hub: eventHub,
-    owner: processOwner,
-    leaseMs: config.queue.runLeaseMs,
-    // Playbooks are created below (they start runs); the engine reaches them when a run executes.
-    playbooks: {
-      attachmentsOfRunQuery: () => playbooks.attachmentsOfRunQuery(),
-      triggersFrom: (attached, facts) => playbooks.triggersFrom(attached, facts),
-      countTriggers: (db, ids) => playbooks.countTriggers(db, ids),
-    },
-    // Policies are created below (they read runs); agents with a policy are assembled by them.
-    policies: { assembleForAgent: (input) => policies.assembleForAgent(input) },
-  });
-  const runs = createRunsService({
-    db,
-    commit,
-    write,
-    workflows,
-    hub: eventHub,
-    enqueue: (runId, jobId) => queue.enqueue(RUN_EXECUTE, { run_id: runId }, { jobId }),
-    onEnqueueError: (error, runId) =>
-      log.warn(
-        { err: error, run_id: runId },
-        'the queue did not take the run; the recovery sweep hands it over',
-      ),
-  });
-  // Policies read their experiments' run figures through the runs service.
-  const policies = createPoliciesService({ db, runs: { experimentData: runs.experimentData }, audit });
-  const playbooks = createPlaybooksService({
-    db,
-    activity: { record: activity.record },
-    workflows,
-    runs,
-    workspacesOf: (userId) => workspaces.listMine(userId),
-    audit,
-    missingInputs: (goal, inputs) => renderGoal(goal, inputs).missing,
-  });
-  // Knowledge: the API side records documents and runs; the indexer does their work in jobs.
-  const knowledge = createKnowledgeService({
-    db,
-    retrieval,
-    activity: { record: activity.record },
-    ...(sourcesRootOf ? { sourcesRootOf } : {}),
-    enqueueDocument: (id) =>
-      queue.enqueue(PROCESS_DOCUMENT, { document_id: id }, { jobId: documentJobId(id) }),
-    enqueueRun: (sourceId, runId) =>
-      queue.enqueue(INDEX_SOURCE, { source_id: sourceId, run_id: runId }, { jobId: runJobId(runId) }),
-    onEnqueueError: (error, what) =>
-      log.warn(
-        { err: error, ...what },
-        'the queue did not take knowledge work; the recovery sweep hands it over',
-      ),
-  });
-  const indexer = createDocumentIndexer({
-    db,
-    retrieval,
-    activity: { record: activity.record },
-    ...(sourcesRootOf ? { sourcesRootOf } : {}),
-    maxBytes: config.uploadMaxBytes,
-    // The embedded database serves one transaction at a time in this thread.
-    sliceTransactions: database.kind === 'pglite',
-    // URL sources fetch under the same address policy as every user-chosen address.
-    fetchFor: (workspaceId) => createGuardedFetch(() => addressPolicy(workspaceId)),
-    log,
-  });
-  // Each module's `<module>.jobs.ts` definitions, bound to what their handlers use
-  // (`bindJob(definition, deps)`). Any process may enqueue them; RUN_MODE worker|all consumes.
-  const jobs: RegisteredJob[] = [
-    bindJob(executeRunJob, { engine }),
-    bindJob(indexProjectJob, { codegraph }),
-    bindJob(processDocumentJob, { indexer }),
-    bindJob(indexSourceJob, { indexer }),
-  ];
-  // Started in this order, stopped in reverse. The queue comes last so it stops first: its
-  // running jobs use everything before it (the model gateway's stop aborts calls still open).
-  // A hub given by the caller is the caller's to start and stop.
-  const analytics = createAnalyticsService({ db });
-  const components: Component[] = [
-    // Every process records its minutes up, for the uptime percentage.
-    createHeartbeat({ db, onError: (error) => log.warn({ err: error }, 'heartbeat minute not recorded') }),
-    ...(redis ? [redis] : []),
-    ...(options.eventHub ? [] : [eventHub]),
-    modelGateway,
-    retrieval.statsComponent,
+    activity: activity.service,
     queue,
-    // Consumers sweep for runs, code indexes and documents a lost enqueue or a dead worker left behind.
-    ...(config.runMode === 'api'
-      ? []
-      : [
-          createRunRecovery({ runs, queue, log }),
-          createCodegraphRecovery({ codegraph, queue, log }),
-          createKnowledgeRecovery({ knowledge, queue, log }),
-          createNightlyMining({ playbooks, log, owner: processOwner }),
-          createRollupJob({ analytics, log }),
-        ]),
+    sourcesRootOf,
+    config,
+    consumes,
+    log,
+  });
+  const providers = createProvidersModule({
+    db,
+    settings: settings.service,
+    credentials: credentials.service,
+    addressPolicy,
+    activity: activity.service,
+    audit: audit.service,
+  });
+  const { gateway } = providers;
+  const retrieval = createRetrievalModule({
+    db,
+    models: gateway,
+    settings: settings.service,
+    credentials: credentials.service,
+    flags: flags.service,
+    config,
+    log,
+  });
+  const tools = await createToolsModule({
+    credentials: credentials.service,
+    codegraph: codegraph.service,
+    addressPolicy,
+    knowledge: retrieval.service,
+  });
+  const workflows = createWorkflowsModule({ db, activity: activity.service });
+  const agents = createAgentsModule({
+    db,
+    workflows: workflows.service,
+    activity: activity.service,
+    tools: tools.service,
+    audit: audit.service,
+  });
+  const runs = createRunsModule({
+    db,
+    hub,
+    activity: activity.service,
+    workflows: workflows.service,
+    queue,
+    consumes,
+    log,
+  });
+  const policies = createPoliciesModule({ db, runs: runs.service, audit: audit.service });
+  const playbooks = createPlaybooksModule({
+    db,
+    activity: activity.service,
+    workflows: workflows.service,
+    runs: runs.service,
+    missingInputs: runs.missingInputs,
+    workspaces: workspaces.service,
+    audit: audit.service,
+    owner,
+    consumes,
+    log,
+  });
+  const runEngine = createRunEngineModule({
+    db,
+    writers: runs.writers,
+    agents: agents.service,
+    workflows: workflows.service,
+    gateway,
+    tools: tools.service,
+    playbooks: playbooks.service,
+    policies: policies.service,
+    hub,
+    owner,
+    config,
+  });
+  const chat = createChatModule({
+    db,
+    gateway,
+    tools: tools.service,
+    knowledge: retrieval.passages,
+    agents: agents.service,
+    policies: policies.service,
+  });
+  const knowledge = createKnowledgeModule({
+    db,
+    databaseKind: database.kind,
+    retrieval: retrieval.service,
+    activity: activity.service,
+    sourcesRootOf,
+    addressPolicy,
+    queue,
+    config,
+    consumes,
+    log,
+  });
+  const analytics = createAnalyticsModule({ db, consumes, log });
+  const system = createSystemModule({
+    database,
+    // Redis fills the spec's row of that name; the model providers' row is per viewer.
+    health: redis ? [redis] : [],
+    providers: gateway,
+    analytics: analytics.service,
+    config,
+    log,
+  });
+
+  // The route plugins, registered under /api in this order (the order of openapi.json).
+  const routes: ModuleRoutes[] = [
+    system.routes,
+    workspaces.routes,
+    agents.routes,
+    workflows.routes,
+    runs.routes,
+    analytics.routes,
+    activity.routes,
+    credentials.routes,
+    chat.routes,
+    playbooks.routes,
+    policies.routes,
+    providers.routes,
+    flags.routes,
+    tenants.routes,
+    cors.routes,
+    audit.routes,
+    tools.routes,
+    retrieval.routes,
+    codegraph.routes,
+    knowledge.routes,
   ];
+  // Started in this order, stopped in reverse. The queue comes last of the long-lived parts so
+  // it stops first: its running jobs use everything before it (the model gateway's stop aborts
+  // calls still open). A hub given by the caller is the caller's to start and stop. The sweeps
+  // (consumers only) come after the queue they hand work to.
+  const components = [
+    ...system.components,
+    ...(redis ? [redis] : []),
+    ...(options.eventHub ? [] : [hub]),
+    ...providers.components,
+    ...retrieval.components,
+    queue,
+    ...runs.sweeps,
+    ...codegraph.sweeps,
+    ...knowledge.sweeps,
+    ...playbooks.sweeps,
+    ...analytics.sweeps,
+  ];
+  // Each module's jobs, bound to what their handlers use. Any process may enqueue them;
+  // RUN_MODE worker|all consumes.
+  const jobs = [...runEngine.jobs, ...codegraph.jobs, ...knowledge.jobs];
 
   return {
     config,
@@ -332,69 +256,38 @@ export async function createServices(config: Config, database: Database, options
     queue,
     jobs,
     components,
-    keySource,
-    vaultKeys,
+    routes,
+    keySource: credentials.keySource,
+    vaultKeys: credentials.vaultKeys,
     database,
-    devKey,
-    devJwks,
-    verifyToken: createTokenVerifier(config.auth, devJwks),
-    workspaces,
-    tenants: createTenantsService({
-      db,
-      activity: { record: activity.record },
-      seedDefaultModel: (tx, workspaceId, model) =>
-        settings.update(workspaceId, 'providers', { default_model: model }, tx),
-      platformAdmins: new Set(config.platformAdmins),
-      audit,
-      hub: eventHub,
-    }),
-    cors: createCorsService({
-      db,
-      hub: eventHub,
-      platformAdmins: new Set(config.platformAdmins),
-      onChange: (change) =>
-        log.info({ user_id: change.userId, version: change.version }, 'CORS settings changed'),
-      audit,
-    }),
-    eventHub,
-    activity,
-    audit,
-    agents,
-    workflows,
-    runs,
-    engine,
-    settings,
-    flags,
-    credentials,
-    tools,
-    providers: createProvidersService({
-      db,
-      settings,
-      credentials,
-      addressPolicy,
-      activity: { record: activity.record },
-      audit,
-    }),
-    modelGateway,
-    retrieval,
-    chat: createChatService({ db, gateway: modelGateway, agents, policies }),
-    playbooks,
-    policies,
-    codegraph,
-    knowledge,
-    indexer,
-    analytics,
-    system: createSystemService({
-      pingDatabase: database.ping,
-      databaseBusy: database.busy,
-      databaseKind: database.kind,
-      startedAt: new Date(),
-      // Redis fills the spec's row of that name; the model providers' row is per viewer.
-      components: redis ? [redis] : [],
-      providers: modelGateway,
-      metrics: { db, analytics },
-      shareMs: config.metricsShareMs,
-    }),
+    devKey: identity.devKey,
+    devJwks: identity.devJwks,
+    verifyToken: identity.verifyToken,
+    eventHub: hub,
+    workspaces: workspaces.service,
+    tenants: tenants.service,
+    cors: cors.service,
+    activity: activity.service,
+    audit: audit.service,
+    agents: agents.service,
+    workflows: workflows.service,
+    runs: runs.service,
+    engine: runEngine.engine,
+    settings: settings.service,
+    flags: flags.service,
+    credentials: credentials.service,
+    tools: tools.service,
+    providers: providers.service,
+    modelGateway: gateway,
+    retrieval: retrieval.service,
+    chat: chat.service,
+    playbooks: playbooks.service,
+    policies: policies.service,
+    codegraph: codegraph.service,
+    knowledge: knowledge.service,
+    indexer: knowledge.indexer,
+    analytics: analytics.service,
+    system: system.service,
   };
 }
 

@@ -45,6 +45,17 @@ type Saver = Pick<Caller, 'userId' | 'workspaceId' | 'tenantId'> & Partial<Pick<
 type Bound = Record<string, number[]>;
 
 /** Agents: the configured LLM workers that workflows are made of. */
+/**
+ * For workflows, inside their transaction: share-locks the referenced agents until it ends and
+ * answers the positions in `ids` that name no agent of the workspace (empty when all exist). A
+ * concurrent delete waits for the lock, then cleans the workflow. It needs only the transaction,
+ * so workflows take it without an agents service (which needs workflows for its deletes).
+ */
+export async function lockExistingAgents(tx: Db, workspaceId: string, ids: string[]): Promise<number[]> {
+  const present = await createAgentsRepository(tx).lockShared(workspaceId, ids);
+  return ids.flatMap((agentId, index) => (present.has(agentId) ? [] : [index]));
+}
+
 export function createAgentsService(db: Db, deps: AgentsDependencies) {
   const repo = createAgentsRepository(db);
 
@@ -175,15 +186,8 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
       });
     },
 
-    /**
-     * For workflows, inside their transaction: share-locks the referenced agents until it
-     * ends and answers the positions in `ids` that name no agent of the workspace (empty
-     * when all exist). A concurrent delete waits for the lock, then cleans the workflow.
-     */
-    async lockExisting(tx: Db, workspaceId: string, ids: string[]): Promise<number[]> {
-      const present = await createAgentsRepository(tx).lockShared(workspaceId, ids);
-      return ids.flatMap((agentId, index) => (present.has(agentId) ? [] : [index]));
-    },
+    /** For workflows, inside their transaction (`lockExistingAgents`). */
+    lockExisting: lockExistingAgents,
 
     /**
      * For runs: the run's agents, read by the run's claim statement (`ofRunQuery`, a subquery

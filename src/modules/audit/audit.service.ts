@@ -60,8 +60,8 @@ export interface AuditVault {
 
 export interface AuditDependencies {
   db: Db;
-  /** Reached lazily: the vault is created after the services that record into this trail. */
-  vault: () => AuditVault;
+  /** The vault's credential records, merged into the workspace export. */
+  vault: AuditVault;
   clock?: () => Date;
   /** Rows read per query while verifying or exporting (memory stays about this many rows). */
   batchSize?: number;
@@ -192,6 +192,40 @@ async function* mapped<Row, Out>(source: AsyncGenerator<Row>, map: (row: Row) =>
 async function* none(): AsyncGenerator<ExportEntry> {}
 
 /**
+ * What every module records its changes with: `record` appends a hash-chained record in the
+ * caller's transaction. It needs nothing but that transaction, so a module the trail itself
+ * reads (the vault, whose credential records the export merges in) builds its own instead of
+ * waiting for the audit module.
+ */
+export function createAuditRecorder(clock: () => Date = () => new Date()) {
+  return {
+    /**
+     * Appends one record to the workspace's chain (or, with `workspaceId` null, to the
+     * platform's) inside the caller's transaction, so it
+     * commits (or rolls back) with the change it records. Takes the chain head's lock, which
+     * queues concurrent writers of the same workspace until this transaction ends.
+     */
+    async record(tx: Db, workspaceId: string | null, caller: RecordedBy, entry: AuditEntry): Promise<void> {
+      const txRepo = createAuditRepository(tx);
+      const prevHash = await txRepo.lockHead(workspaceId);
+      const fields = chainedFields({
+        workspace_id: workspaceId,
+        created_at: clock(),
+        actor_id: caller.userId,
+        actor_kind: caller.via === 'api_key' ? 'api_key' : caller.userId === 'system' ? 'system' : 'user',
+        action: entry.action,
+        target_type: entry.targetType,
+        target_id: entry.targetId,
+        changes: maskSecrets(entry.changes) as Record<string, unknown>,
+        request_id: caller.requestId ?? null,
+        ip_address: caller.ipAddress ?? null,
+      });
+      await txRepo.append({ ...fields, prev_hash: prevHash, hash: chainDigest(prevHash, fields) });
+    },
+  };
+}
+
+/**
  * The workspace audit trail (docs/audit.md): `record` appends a hash-chained record in the
  * caller's transaction; `info` counts and verifies; `export` streams the trail, merged with the
  * vault's credential records, in keyset batches.
@@ -200,6 +234,7 @@ export function createAuditService(deps: AuditDependencies) {
   const repo = createAuditRepository(deps.db);
   const clock = deps.clock ?? (() => new Date());
   const batchSize = deps.batchSize ?? 500;
+  const recorder = createAuditRecorder(clock);
 
   /** Walks the chain in id order, batch by batch: intact, or the first record that does not link. */
   async function verify(trail: Trail) {
@@ -256,29 +291,7 @@ export function createAuditService(deps: AuditDependencies) {
   }
 
   return {
-    /**
-     * Appends one record to the workspace's chain (or, with `workspaceId` null, to the
-     * platform's) inside the caller's transaction, so it
-     * commits (or rolls back) with the change it records. Takes the chain head's lock, which
-     * queues concurrent writers of the same workspace until this transaction ends.
-     */
-    async record(tx: Db, workspaceId: string | null, caller: RecordedBy, entry: AuditEntry): Promise<void> {
-      const txRepo = createAuditRepository(tx);
-      const prevHash = await txRepo.lockHead(workspaceId);
-      const fields = chainedFields({
-        workspace_id: workspaceId,
-        created_at: clock(),
-        actor_id: caller.userId,
-        actor_kind: caller.via === 'api_key' ? 'api_key' : caller.userId === 'system' ? 'system' : 'user',
-        action: entry.action,
-        target_type: entry.targetType,
-        target_id: entry.targetId,
-        changes: maskSecrets(entry.changes) as Record<string, unknown>,
-        request_id: caller.requestId ?? null,
-        ip_address: caller.ipAddress ?? null,
-      });
-      await txRepo.append({ ...fields, prev_hash: prevHash, hash: chainDigest(prevHash, fields) });
-    },
+    record: recorder.record,
 
     /** Counts, time span, retention and the chain's verification (streamed in batches). */
     async info(caller: Reader, scope?: AuditScope) {
@@ -338,7 +351,7 @@ export function createAuditService(deps: AuditDependencies) {
           ? none()
           : mapped(
               batches(
-                (after) => deps.vault().auditRange(trail, { from, to, actions: vaultActions, after, limit }),
+                (after) => deps.vault.auditRange(trail, { from, to, actions: vaultActions, after, limit }),
                 limit,
                 signal,
               ),
@@ -372,7 +385,7 @@ export function createAuditService(deps: AuditDependencies) {
 export type AuditService = ReturnType<typeof createAuditService>;
 
 /** What other modules take to record their changes: `record(tx, workspaceId, caller, entry)`. */
-export type AuditRecorder = Pick<AuditService, 'record'>;
+export type AuditRecorder = ReturnType<typeof createAuditRecorder>;
 
 /** An export's file name: `audit-<workspace>-<date>.<ext>`. */
 export const exportFileName = (workspaceId: string, format: ExportFormat, now: Date): string =>

@@ -4,7 +4,7 @@ import type { Db } from '../../db/transaction.ts';
 import { AppError, infrastructureFailure, invalid, notFound } from '../../errors.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
 import type { PoliciesService } from '../policies/policies.service.ts';
-import type { ModelEvent, ModelGateway } from '../providers/providers.service.ts';
+import type { ModelEvent, ModelTurns } from '../providers/providers.service.ts';
 import {
   type Citation,
   createChatRepository,
@@ -35,7 +35,8 @@ export interface ChatInput {
 
 export interface ChatDependencies {
   db: Db;
-  gateway: Pick<ModelGateway, 'stream'>;
+  /** Model turns, the agent's tools bound and the workspace's knowledge lent (`createModelTurns`). */
+  gateway: ModelTurns;
   agents: Pick<AgentsService, 'get'>;
   /** Assembles the context of an agent that has a policy (docs/policies.md). */
   policies?: Pick<PoliciesService, 'assembleForAgent'>;

@@ -19,9 +19,8 @@ import { AddressRefusedError, createGuardedFetch } from '../../lib/net/guarded-f
 import type { ComponentHealth } from '../../lifecycle.ts';
 import type { AccessPurpose, CredentialsService } from '../credentials/credentials.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
-import type { ToolsService } from '../tools/tools.service.ts';
-import { estimateTokens, LOCAL_PROVIDER, type LocalKnowledge, streamLocalTurn } from './local-provider.ts';
-import type { EmbedRequest, ModelEvent, ModelGateway, ModelRequest } from './model-gateway.ts';
+import { estimateTokens, LOCAL_PROVIDER, streamLocalTurn } from './local-provider.ts';
+import type { EmbedRequest, ModelCall, ModelEvent, ModelGateway } from './model-gateway.ts';
 import { KEY_FIELDS } from './providers.service.ts';
 
 // The SDK prints its warnings (an unknown model's token limit, ...) to the console; the
@@ -54,10 +53,7 @@ export interface ModelGatewayDependencies {
   settings: Pick<SettingsService, 'get' | 'valuesAcrossWorkspaces'>;
   /** Decrypts provider keys (audited as service `llm`). */
   credentials: Pick<CredentialsService, 'access'>;
-  tools: Pick<ToolsService, 'bind'>;
   addressPolicy(workspaceId: string): Promise<AddressPolicy>;
-  /** What the built-in `local` provider quotes when asked to answer from knowledge. */
-  knowledge?: LocalKnowledge;
   /** The clock of the health cache (tests move it). */
   now?: () => number;
 }
@@ -232,7 +228,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
 
   /** One model's attempt at the turn; throws `AttemptFailure` (or the caller's abort reason). */
   async function* attempt(
-    request: ModelRequest,
+    request: ModelCall,
     settings: Settings,
     ref: ModelRef,
     provider: ProviderConfig,
@@ -353,18 +349,11 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     }
   }
 
-  async function* stream(request: ModelRequest): AsyncGenerator<ModelEvent> {
+  async function* stream(request: ModelCall): AsyncGenerator<ModelEvent> {
     const started = now();
     request.signal.throwIfAborted();
     const settings = await settingsOf(deps.settings, request.workspaceId);
-    // Bound first, so an agent naming an unknown tool is a 400 whichever provider answers.
-    const bound = request.tools?.length
-      ? deps.tools.bind(request.tools, {
-          workspaceId: request.workspaceId,
-          userId: request.userId,
-          ...(request.usedBy ? { usedBy: request.usedBy } : {}),
-        })
-      : [];
+    const bound = request.tools ?? [];
     const tools: ToolSet | undefined =
       bound.length > 0
         ? Object.fromEntries(
@@ -387,7 +376,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
           )
         : undefined;
     if (settings.providers.length === 0) {
-      yield* streamLocalTurn(request, deps.knowledge);
+      yield* streamLocalTurn(request, request.knowledge);
       return;
     }
 
@@ -395,7 +384,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     let onlyTimeouts = true;
     for (const ref of modelChain(settings, request.model)) {
       if (ref.provider === LOCAL_PROVIDER.provider) {
-        for await (const event of streamLocalTurn(request, deps.knowledge)) {
+        for await (const event of streamLocalTurn(request, request.knowledge)) {
           yield event.type === 'finish'
             ? { ...event, fallbacks, latency_ms: Math.round(now() - started) }
             : event;

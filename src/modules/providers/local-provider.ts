@@ -1,6 +1,6 @@
 import type { Citation } from '../../db/schema/chat.ts';
 import { estimateTokens } from '../../lib/tokens.ts';
-import type { ModelEvent, ModelRequest } from './model-gateway.ts';
+import type { LocalKnowledge, ModelCall, ModelEvent } from './model-gateway.ts';
 
 export { estimateTokens } from '../../lib/tokens.ts';
 
@@ -14,14 +14,6 @@ export const LOCAL_PASSAGE_CHARS = 600;
 /** Characters of the message used as the search query (a long paste searches by its start). */
 const QUERY_CHARS = 2_000;
 
-/** The workspace's knowledge as the local provider reads it: its best passages for a query. */
-export interface LocalKnowledge {
-  search(
-    request: { workspaceId: string; userId: string; query: string; top_k: number },
-    signal: AbortSignal,
-  ): Promise<Array<Omit<Citation, 'index'>>>;
-}
-
 /**
  * The provider a workspace has before it configures one: deterministic and free, and it
  * never pretends to be a model. It says plainly that no model is configured, then either
@@ -31,7 +23,7 @@ export interface LocalKnowledge {
  * the prompt each agent would get.
  */
 export async function* streamLocalTurn(
-  request: ModelRequest,
+  request: ModelCall,
   knowledge?: LocalKnowledge,
 ): AsyncGenerator<ModelEvent> {
   const started = performance.now();
@@ -85,7 +77,7 @@ export async function* streamLocalTurn(
 
 async function passagesFor(
   knowledge: LocalKnowledge,
-  request: ModelRequest,
+  request: ModelCall,
   message: string,
 ): Promise<Citation[]> {
   const found = await knowledge.search(

@@ -17,13 +17,19 @@ import { type AddressPolicy, cidrRange, workspaceAddressPolicy } from '../../lib
 import { testConnection } from '../credentials/connection-tester.ts';
 import { createCredentialsService } from '../credentials/credentials.service.ts';
 import { createVaultKeys, loadKeyring } from '../credentials/vault-keys.ts';
-import { createRetrievalService, type RetrievalService } from '../retrieval/retrieval.service.ts';
+import { createRetrievalService } from '../retrieval/retrieval.service.ts';
 import { createSettingsService } from '../settings/settings.service.ts';
 import { loadToolDefinitions } from '../tools/tool-registry.ts';
 import { createToolsService } from '../tools/tools.service.ts';
 import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { createModelGateway, HEALTH_CACHE_MS } from './ai-gateway.ts';
-import type { ModelEvent, ModelGateway, ModelRequest } from './model-gateway.ts';
+import {
+  createModelTurns,
+  type ModelEvent,
+  type ModelGateway,
+  type ModelRequest,
+  type ModelTurns,
+} from './model-gateway.ts';
 import { createProvidersService, type ProviderSettingsChanges } from './providers.service.ts';
 
 /**
@@ -41,6 +47,8 @@ let workspaces: ReturnType<typeof createWorkspacesService>;
 let settings: ReturnType<typeof createSettingsService>;
 let tools: ReturnType<typeof createToolsService>;
 let gateway: ModelGateway;
+/** The gateway as chat and runs call it: tools named, bound per turn. */
+let turns: ModelTurns;
 let openai: LlmServer;
 let backup: LlmServer;
 let anthropic: LlmServer;
@@ -74,19 +82,17 @@ beforeAll(async () => {
     testConnection,
   });
   const addressPolicy = policyOf(true);
-  let retrieval: RetrievalService | undefined;
+  providers = createProvidersService({ db: db.database.db, settings, credentials, addressPolicy });
+  gateway = createModelGateway({ settings, credentials, addressPolicy });
+  const retrieval = createRetrievalService({ db: db.database.db, models: gateway, settings, credentials });
   tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
     codegraph: codegraphOf(db),
     addressPolicy,
-    knowledge: {
-      search: (caller, input, signal) => (retrieval as RetrievalService).search(caller, input, signal),
-    },
+    knowledge: retrieval,
   });
-  providers = createProvidersService({ db: db.database.db, settings, credentials, addressPolicy });
-  gateway = createModelGateway({ settings, credentials, tools, addressPolicy });
-  retrieval = createRetrievalService({ db: db.database.db, models: gateway, settings, credentials });
+  turns = createModelTurns({ gateway, tools });
   [openai, backup, anthropic] = await Promise.all([
     startOpenAiServer(),
     startOpenAiServer(),
@@ -163,7 +169,7 @@ const turn = (owner: Owner, overrides: Partial<ModelRequest> = {}): ModelRequest
 
 async function collect(request: ModelRequest): Promise<ModelEvent[]> {
   const events: ModelEvent[] = [];
-  for await (const event of gateway.stream(request)) events.push(event);
+  for await (const event of turns.stream(request)) events.push(event);
   return events;
 }
 
@@ -190,7 +196,6 @@ describe('health', () => {
     const watcher = createModelGateway({
       settings,
       credentials,
-      tools,
       addressPolicy: policyOf(true),
       now: () => clock,
     });
@@ -245,7 +250,6 @@ describe('health', () => {
     const watcher = createModelGateway({
       settings,
       credentials,
-      tools,
       addressPolicy: policyOf(true),
       now: () => clock,
     });
@@ -288,7 +292,6 @@ describe('health after a database outage', () => {
     const watcher = createModelGateway({
       settings: flaky,
       credentials,
-      tools,
       addressPolicy: policyOf(true),
       now: () => 0,
     });
@@ -459,7 +462,7 @@ describe('fallback', () => {
     const events: ModelEvent[] = [];
     const error = await rejection(
       (async () => {
-        for await (const event of gateway.stream(turn(owner))) events.push(event);
+        for await (const event of turns.stream(turn(owner))) events.push(event);
       })(),
     );
     expect(events).toEqual([{ type: 'delta', text: 'half ' }]);
@@ -470,7 +473,10 @@ describe('fallback', () => {
 
   it('refuses a provider address the policy forbids at call time and falls back', async () => {
     const owner = await configured({ fallback: [{ provider: 'local', name: 'echo' }] });
-    const strict = createModelGateway({ settings, credentials, tools, addressPolicy: policyOf(false) });
+    const strict = createModelTurns({
+      gateway: createModelGateway({ settings, credentials, addressPolicy: policyOf(false) }),
+      tools,
+    });
     const calls = openai.modelRequests().length;
     const events: ModelEvent[] = [];
     for await (const event of strict.stream(turn(owner))) events.push(event);
@@ -496,7 +502,7 @@ describe('abort', () => {
     const seen: ModelEvent[] = [];
     const error = await rejection(
       (async () => {
-        for await (const event of gateway.stream(turn(owner, { signal: controller.signal }))) {
+        for await (const event of turns.stream(turn(owner, { signal: controller.signal }))) {
           seen.push(event);
           controller.abort(new Error('the client went away'));
         }

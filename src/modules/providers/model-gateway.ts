@@ -22,7 +22,7 @@ export interface ModelRequest {
   model?: ModelRef | null;
   system?: string;
   messages: ModelMessage[];
-  /** Tools the model may call, resolved from the tool registry; calls run between model steps. */
+  /** Tools the model may call, by name and config; bound for the call (`createModelTurns`). */
   tools?: ToolRef[];
   /** Aborts the provider call in flight (client disconnect, cancel, run timeout). */
   signal: AbortSignal;
@@ -32,6 +32,38 @@ export interface ModelRequest {
    * (chat asks for this; a run step wants to see the prompt it would have sent).
    */
   answerFromKnowledge?: boolean;
+}
+
+/** The workspace's knowledge as the local provider reads it: its best passages for a query. */
+export interface LocalKnowledge {
+  search(
+    request: { workspaceId: string; userId: string; query: string; top_k: number },
+    signal: AbortSignal,
+  ): Promise<Array<Omit<Citation, 'index'>>>;
+}
+
+/**
+ * A tool bound to one turn's caller (workspace, user, purpose), as the model is shown it and
+ * calls it between steps. The tools module's `bind` makes them (its `BoundTool` fits this).
+ */
+export interface ModelTool {
+  name: string;
+  description: string;
+  /** Plain JSON Schema of the arguments. */
+  inputSchema: Record<string, unknown>;
+  /** The problems with the model's arguments, empty when they fit. */
+  check(input: unknown): string[];
+  /** Runs the call; rejects with a message the model may read, or the signal's reason. */
+  execute(input: unknown, signal: AbortSignal): Promise<unknown>;
+}
+
+/**
+ * One model turn as the gateway executes it: the request with its tools already bound, and the
+ * knowledge the built-in `local` provider quotes when the request asks it to answer from it.
+ */
+export interface ModelCall extends Omit<ModelRequest, 'tools'> {
+  tools?: ModelTool[];
+  knowledge?: LocalKnowledge;
 }
 
 /** What a model turn streams, in order; `finish` comes last exactly once. */
@@ -76,7 +108,7 @@ export interface EmbedRequest {
  * list failed, and rethrows the signal's reason when aborted.
  */
 export interface ModelGateway extends Component {
-  stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+  stream(call: ModelCall): AsyncIterable<ModelEvent>;
   /**
    * One vector per text, in order, from the provider's embeddings endpoint. Throws `AppError`
    * `provider_error` (502) or `provider_timeout` (504), or `validation_failed` (400) when the
@@ -90,8 +122,52 @@ export interface ModelGateway extends Component {
   workspaceHealth(workspaceId: string): Promise<ComponentHealth>;
 }
 
+/** Binds the tools an agent names to the caller of a turn (the tools module's `bind`). */
+export interface ToolBinder {
+  bind(refs: ToolRef[], scope: { workspaceId: string; userId: string; usedBy?: AccessPurpose }): ModelTool[];
+}
+
+/** Model turns as chat and runs ask for them: tools by name, knowledge on request. */
+export interface ModelTurns {
+  stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+}
+
+export interface ModelTurnsDependencies {
+  gateway: Pick<ModelGateway, 'stream'>;
+  tools: ToolBinder;
+  /** What the built-in `local` provider quotes for a request that `answerFromKnowledge`. */
+  knowledge?: LocalKnowledge;
+}
+
+/**
+ * The caller's side of the gateway: binds a request's tools to its caller (an agent naming an
+ * unknown tool is a 400 before any provider is called) and lends the local provider the
+ * workspace's knowledge. The gateway itself knows neither tools nor knowledge, so the modules
+ * they belong to can be built on the gateway (the search index embeds through it).
+ */
+export function createModelTurns(deps: ModelTurnsDependencies): ModelTurns {
+  return {
+    async *stream(request) {
+      request.signal.throwIfAborted();
+      const { tools: refs, ...rest } = request;
+      const tools = refs?.length
+        ? deps.tools.bind(refs, {
+            workspaceId: request.workspaceId,
+            userId: request.userId,
+            ...(request.usedBy ? { usedBy: request.usedBy } : {}),
+          })
+        : [];
+      yield* deps.gateway.stream({
+        ...rest,
+        ...(tools.length > 0 ? { tools } : {}),
+        ...(deps.knowledge ? { knowledge: deps.knowledge } : {}),
+      });
+    },
+  };
+}
+
 /** Runs a turn to the end and returns its `finish` event, with every tool call and result. */
-export async function completeTurn(gateway: ModelGateway, request: ModelRequest) {
+export async function completeTurn(gateway: ModelTurns, request: ModelRequest) {
   const toolCalls: Extract<ModelEvent, { type: 'tool_call' | 'tool_result' }>[] = [];
   for await (const event of gateway.stream(request)) {
     if (event.type === 'tool_call' || event.type === 'tool_result') toolCalls.push(event);

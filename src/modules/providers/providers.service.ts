@@ -9,8 +9,17 @@ import type { SettingsActivity, SettingsService } from '../settings/settings.ser
 import { LOCAL_PROVIDER } from './local-provider.ts';
 
 /** The gateway's contract, for the modules that call models (chat, runs) to import from a service file. */
-export type { ModelEvent, ModelGateway, ModelMessage, ModelRequest } from './model-gateway.ts';
-export { completeTurn } from './model-gateway.ts';
+export type {
+  LocalKnowledge,
+  ModelEvent,
+  ModelGateway,
+  ModelMessage,
+  ModelRequest,
+  ModelTool,
+  ModelTurns,
+  ToolBinder,
+} from './model-gateway.ts';
+export { completeTurn, createModelTurns } from './model-gateway.ts';
 
 type Stored = Awaited<ReturnType<typeof getStored>>;
 type ProviderConfig = Stored['providers'][number];

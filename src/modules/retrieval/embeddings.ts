@@ -1,6 +1,5 @@
 import { AppError, type FieldError, invalidFields } from '../../errors.ts';
 import type { CredentialsService } from '../credentials/credentials.service.ts';
-import type { ModelGateway } from '../providers/providers.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import { LOCAL_EMBEDDING, type LocalModels } from './local-models.ts';
 
@@ -47,9 +46,24 @@ export interface BuiltinEmbedder {
 /** Built-in providers by id. None: no shipped model improved search (see DEFAULT_EMBEDDING). */
 export const BUILTIN_EMBEDDERS: ReadonlyMap<string, BuiltinEmbedder> = new Map();
 
+/**
+ * Embeddings through the workspace's providers (`PUT /api/settings/providers`): all the index
+ * needs of the model gateway, whose `embed` fits it.
+ */
+export interface ProviderEmbeddings {
+  /** One vector per text, in order, from the provider's embedding model. */
+  embed(request: {
+    workspaceId: string;
+    userId?: string;
+    provider: string;
+    model: string;
+    texts: string[];
+    signal?: AbortSignal;
+  }): Promise<number[][]>;
+}
+
 export interface EmbeddingDependencies {
-  /** Embeddings through the workspace's providers (`PUT /api/settings/providers`). */
-  models: Pick<ModelGateway, 'embed'>;
+  models: ProviderEmbeddings;
   settings: Pick<SettingsService, 'get'>;
   /** Checks a provider's credential still exists (no decryption). */
   credentials: Pick<CredentialsService, 'get'>;

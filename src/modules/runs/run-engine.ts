@@ -8,7 +8,7 @@ import type { EventHub } from '../../events/event-hub.ts';
 import type { ActivityStatementEntry } from '../activity/activity.service.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
 import type { PoliciesService } from '../policies/policies.service.ts';
-import type { ModelEvent, ModelGateway, ModelRequest } from '../providers/providers.service.ts';
+import type { ModelEvent, ModelRequest, ModelTurns } from '../providers/providers.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import { type CommitRunChange, RUN_CONTROL_TOPIC, type RunStatementEvent, type WriteRun } from './run-log.ts';
 import { retryDelayMs } from './run-state.ts';
@@ -22,7 +22,8 @@ export interface RunEngineDependencies {
   write: WriteRun;
   agents: Pick<AgentsService, 'ofRunQuery' | 'agentsOfRun' | 'statusFromRun'>;
   workflows: Pick<WorkflowsService, 'setStatus' | 'statusFromRun'>;
-  models: Pick<ModelGateway, 'stream'>;
+  /** Model turns, the agent's tools bound for each (`createModelTurns`). */
+  models: ModelTurns;
   hub: Pick<EventHub, 'subscribe'>;
   /** Names this process's claims (`lease_owner` is it plus a suffix per execution). */
   owner: string;

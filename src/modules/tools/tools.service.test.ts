@@ -53,15 +53,15 @@ beforeAll(async () => {
     testConnection: async () => ({ passed: true, message: 'not used', duration_ms: 0 }),
   });
   const addressPolicy = async () => ({ refusePrivateNetworks: true, allowed: [cidrRange('127.0.0.0/8')] });
+  const models = createModelGateway({ settings, credentials, addressPolicy });
+  retrieval = createRetrievalService({ db: db.database.db, models, settings, credentials });
   tools = createToolsService({
     definitions: await loadToolDefinitions(),
     credentials,
     codegraph: codegraphOf(db),
     addressPolicy,
-    knowledge: { search: (caller, input, signal) => retrieval.search(caller, input, signal) },
+    knowledge: retrieval,
   });
-  const models = createModelGateway({ settings, credentials, tools, addressPolicy });
-  retrieval = createRetrievalService({ db: db.database.db, models, settings, credentials });
   const workspace = await createWorkspacesService(db.database.db).createWorkspace('tool-user', {
     name: 'tools',
   });
