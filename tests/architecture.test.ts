@@ -81,10 +81,67 @@ const rules: Rule[] = [
   },
 ];
 
+/**
+ * The module graph: module A depends on module B when any file of A imports any file of B.
+ * Type-only imports count: a type names the other module's shape, so the two cannot be read,
+ * changed or split apart alone, and a type edge becomes a value edge with one edit. A port a
+ * consumer declares and its provider checks with `satisfies` is, rightly, an edge from the
+ * provider to the consumer. Each edge keeps one import that makes it, for the failure message.
+ */
+function moduleGraph(sources: { file: string; imports: string[] }[]): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  for (const { file, imports } of sources) {
+    const from = moduleOf(file);
+    if (!from) continue;
+    const edges = graph.get(from) ?? new Map<string, string>();
+    graph.set(from, edges);
+    for (const target of imports) {
+      const to = moduleOf(target);
+      if (to && to !== from && !edges.has(to)) edges.set(to, `${file} -> ${target}`);
+    }
+  }
+  return graph;
+}
+
+/** Every cycle a depth-first walk meets, as `a -> b -> a` with the import behind each step. */
+function moduleCycles(graph: Map<string, Map<string, string>>): string[] {
+  const state = new Map<string, 'visiting' | 'done'>();
+  const cycles: string[] = [];
+  const visit = (node: string, trail: string[]) => {
+    if (state.get(node) === 'done') return;
+    if (state.get(node) === 'visiting') {
+      const loop = [...trail.slice(trail.indexOf(node)), node];
+      const why = loop.slice(1).map((to, index) => graph.get(loop[index] as string)?.get(to));
+      cycles.push(`${loop.join(' -> ')} (${why.join('; ')})`);
+      return;
+    }
+    state.set(node, 'visiting');
+    for (const next of graph.get(node)?.keys() ?? []) visit(next, [...trail, node]);
+    state.set(node, 'done');
+  };
+  for (const node of graph.keys()) visit(node, []);
+  return cycles;
+}
+
+const moduleFolders = fs
+  .readdirSync(path.join(src, 'modules'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name);
+const pascal = (name: string) =>
+  name.replace(/(^|-)([a-z])/g, (_match, _dash, letter: string) => letter.toUpperCase());
+/** Source text without comments, so a comment that mentions `=>` or an import counts for nothing. */
+const code = (file: string) =>
+  fs
+    .readFileSync(path.join(src, file), 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/^\s*\/\/.*$/gm, '');
+
 describe('architecture', () => {
   it('finds the source files and their imports', () => {
     expect(files.length).toBeGreaterThan(20);
-    expect(files.find((f) => f.file === 'app.ts')?.imports).toContain('modules/agents/agents.routes.ts');
+    expect(files.find((f) => f.file === 'modules/agents/agents.module.ts')?.imports).toContain(
+      'modules/agents/agents.routes.ts',
+    );
   });
 
   it('keeps imports flowing routes -> service -> repository -> db', () => {
@@ -145,5 +202,68 @@ describe('architecture', () => {
     };
     for (const file of graph.keys()) visit(file, []);
     expect(cycles).toEqual([]);
+  });
+  it('has no cycle between modules (type-only imports included)', () => {
+    const graph = moduleGraph(files);
+    // The graph is the real one: an edge the code is known to have is in it.
+    expect(graph.get('knowledge')?.has('retrieval')).toBe(true);
+    expect(moduleCycles(graph)).toEqual([]);
+  });
+
+  it('finds a module cycle when there is one', () => {
+    const graph = moduleGraph([
+      { file: 'modules/a/a.service.ts', imports: ['modules/b/b.service.ts', 'lib/tokens.ts'] },
+      { file: 'modules/b/b.service.ts', imports: ['modules/c/c.service.ts'] },
+      { file: 'modules/c/c.module.ts', imports: ['modules/a/a.service.ts'] },
+      { file: 'modules/d/d.service.ts', imports: ['modules/a/a.service.ts'] },
+    ]);
+    expect(moduleCycles(graph)).toEqual([
+      'a -> b -> c -> a (modules/a/a.service.ts -> modules/b/b.service.ts; modules/b/b.service.ts -> modules/c/c.service.ts; modules/c/c.module.ts -> modules/a/a.service.ts)',
+    ]);
+  });
+
+  it('builds every module through one entrypoint, create<Name>Module in <name>.module.ts', () => {
+    const entrypoints = files.filter(({ file }) => /^modules\/[^/]+\/[^/]+\.module\.ts$/.test(file));
+    // Every module folder has the entrypoint named after it (a folder may hold a second module,
+    // such as runs/run-engine or workspaces/tenants, with an entrypoint of its own name).
+    expect(
+      moduleFolders.filter(
+        (folder) => !entrypoints.some(({ file }) => file === `modules/${folder}/${folder}.module.ts`),
+      ),
+    ).toEqual([]);
+    const misnamed = entrypoints.flatMap(({ file }) => {
+      const name = path.basename(file, '.module.ts');
+      const exported = [...code(file).matchAll(/^export (?:async )?function (\w+)/gm)].map(
+        (match) => match[1],
+      );
+      return exported.length === 1 && exported[0] === `create${pascal(name)}Module`
+        ? []
+        : [`${file} exports ${exported.join(', ') || 'no function'}`];
+    });
+    expect(misnamed).toEqual([]);
+  });
+
+  it('constructs modules only in the composition root, through their entrypoints', () => {
+    // Only services.ts imports an entrypoint ...
+    const importers = files
+      .filter(({ imports }) =>
+        imports.some((target) => target.endsWith('.module.ts') && target.startsWith('modules/')),
+      )
+      .map(({ file }) => file);
+    expect(importers).toEqual(['services.ts']);
+    // ... and of the modules it imports values from entrypoints only (a type may come from elsewhere).
+    const values = [
+      ...code('services.ts').matchAll(/^import\s+(?!type\s)[^'"]*?from\s+'\.\/(modules\/[^']+)'/gm),
+    ].map((match) => match[1] as string);
+    expect(values.length).toBeGreaterThan(20);
+    expect(values.filter((target) => !target.endsWith('.module.ts'))).toEqual([]);
+  });
+
+  it('writes no function in the composition root, so no closure stands in for a module cycle', () => {
+    // TypeScript refuses a module used before its declaration, except inside a function body:
+    // with none, services.ts can only build each module after those it needs.
+    const text = code('services.ts');
+    expect(text).toContain('createRunEngineModule(');
+    expect([...text.matchAll(/=>|\bfunction\b/g)].map((match) => match[0])).toEqual(['function']);
   });
 });

@@ -1,14 +1,16 @@
 import type { Db } from '../../db/transaction.ts';
 import type { Module } from '../../module.ts';
 import type { ToolsService } from '../tools/tools.service.ts';
-import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import { agentsRoutes } from './agents.routes.ts';
 import { type AgentsDependencies, createAgentsService } from './agents.service.ts';
 
 export interface AgentsModuleDependencies {
   db: Db;
-  /** Deleting an agent takes it out of every workflow, in the delete's transaction. */
-  workflows: Pick<WorkflowsService, 'removeAgent'>;
+  /**
+   * Deleting an agent takes it out of every workflow, in the delete's transaction: the
+   * workflows module's `removeAgent` (the port is declared here, as workflows build on agents).
+   */
+  workflows: { removeAgent: AgentsDependencies['removeFromWorkflows'] };
   activity: AgentsDependencies['activity'];
   /** The tool registry judges an agent's tools and names the credentials they are bound to. */
   tools: Pick<ToolsService, 'checkRefs' | 'boundCredentials'>;
