@@ -222,7 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const embeddingModelsDir =
     modelsDirText && path.isAbsolute(modelsDirText) ? path.resolve(modelsDirText) : undefined;
   const uploadMaxBytes = int('UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024);
-  const codegraphSyncMaxBytes = int('CODEGRAPH_SYNC_MAX_BYTES', 2 * 1024 * 1024, 0, 1024 * 1024 * 1024);
+  const codegraphSyncMaxBytes = int('CODEGRAPH_SYNC_MAX_BYTES', 256 * 1024, 0, 1024 * 1024 * 1024);
   const searchPostings = {
     maxBytes: int('SEARCH_POSTINGS_MB', 256, 0, 1024 * 1024) * 1024 * 1024,
     minChunks: int('SEARCH_POSTINGS_MIN_CHUNKS', 2_000, 1, 1_000_000_000),

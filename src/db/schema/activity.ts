@@ -24,6 +24,7 @@ export const ACTIVITY_KINDS = [
   'document.uploaded',
   'document.processed',
   'document.failed',
+  'codegraph.started',
   'codegraph.indexed',
   'codegraph.failed',
   'source.indexed',
