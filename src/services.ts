@@ -49,7 +49,13 @@ import {
   runJobId,
 } from './modules/knowledge/knowledge.jobs.ts';
 import { createKnowledgeService } from './modules/knowledge/knowledge.service.ts';
-import { createNightlyMining } from './modules/playbooks/playbooks.jobs.ts';
+import {
+  createMineRecovery,
+  createNightlyMining,
+  mineJobId,
+  minePlaybooksJob,
+  PLAYBOOKS_MINE,
+} from './modules/playbooks/playbooks.jobs.ts';
 import { createPlaybooksService } from './modules/playbooks/playbooks.service.ts';
 import { createPoliciesService } from './modules/policies/policies.service.ts';
 import { createModelGateway } from './modules/providers/ai-gateway.ts';
@@ -265,6 +271,9 @@ export async function createServices(config: Config, database: Database, options
     workspacesOf: (userId) => workspaces.listMine(userId),
     audit,
     missingInputs: (goal, inputs) => renderGoal(goal, inputs).missing,
+    enqueueMine: (mineId) => queue.enqueue(PLAYBOOKS_MINE, { mine_id: mineId }, { jobId: mineJobId(mineId) }),
+    syncMaxRuns: config.mineSyncMaxRuns,
+    log,
   });
   // Knowledge: the API side records documents and runs; the indexer does their work in jobs.
   const knowledge = createKnowledgeService({
@@ -301,6 +310,7 @@ export async function createServices(config: Config, database: Database, options
     bindJob(indexProjectJob, { codegraph }),
     bindJob(processDocumentJob, { indexer }),
     bindJob(indexSourceJob, { indexer }),
+    bindJob(minePlaybooksJob, { playbooks }),
   ];
   // Started in this order, stopped in reverse. The queue comes last so it stops first: its
   // running jobs use everything before it (the model gateway's stop aborts calls still open).
@@ -322,6 +332,7 @@ export async function createServices(config: Config, database: Database, options
           createCodegraphRecovery({ codegraph, queue, log }),
           createKnowledgeRecovery({ knowledge, queue, log }),
           createNightlyMining({ playbooks, log, owner: processOwner }),
+          createMineRecovery({ playbooks, queue, log }),
           createRollupJob({ analytics, log }),
         ]),
   ];

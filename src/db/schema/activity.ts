@@ -30,6 +30,7 @@ export const ACTIVITY_KINDS = [
   'source.indexed',
   'source.index_failed',
   'playbook.mined',
+  'playbook.mine_failed',
   'playbook.promoted',
   'playbook.archived',
   'playbook.unarchived',
