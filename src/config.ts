@@ -110,10 +110,16 @@ export interface Config {
   uploadMaxBytes: number;
   /**
    * `CODEGRAPH_SYNC_MAX_BYTES`: a code project with at most this many bytes of source is indexed
-   * within its request (200); a larger one by a background job (202). 2 MiB by default, about
-   * 3 s of parsing on one core; 0 sends every index to the background.
+   * within its request (200); a larger one by a background job (202). 256 KiB by default, a few
+   * hundred milliseconds of parsing on one core; 0 sends every index to the background.
    */
   codegraphSyncMaxBytes: number;
+  /**
+   * `MINE_SYNC_MAX_RUNS`: a playbook mine over at most this many finished runs is done within
+   * its request (200); a larger one by a background job (202). 20,000 by default, about 0.3 s
+   * (100,000 runs take 1.5 s on PostgreSQL, bench/RESULTS.md); 0 mines every request in the background.
+   */
+  mineSyncMaxRuns: number;
   /**
    * `SEARCH_POSTINGS_MB` and `SEARCH_POSTINGS_MIN_CHUNKS`: the memory the in-memory keyword
    * postings of large sources may take in this process (0 turns them off), and the chunks a
@@ -222,7 +228,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const embeddingModelsDir =
     modelsDirText && path.isAbsolute(modelsDirText) ? path.resolve(modelsDirText) : undefined;
   const uploadMaxBytes = int('UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024);
-  const codegraphSyncMaxBytes = int('CODEGRAPH_SYNC_MAX_BYTES', 2 * 1024 * 1024, 0, 1024 * 1024 * 1024);
+  const codegraphSyncMaxBytes = int('CODEGRAPH_SYNC_MAX_BYTES', 256 * 1024, 0, 1024 * 1024 * 1024);
+  const mineSyncMaxRuns = int('MINE_SYNC_MAX_RUNS', 20_000, 0, 1_000_000);
   const searchPostings = {
     maxBytes: int('SEARCH_POSTINGS_MB', 256, 0, 1024 * 1024) * 1024 * 1024,
     minChunks: int('SEARCH_POSTINGS_MIN_CHUNKS', 2_000, 1, 1_000_000_000),
@@ -251,6 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(env.METRICS_TOKEN?.trim() ? { metricsToken: env.METRICS_TOKEN.trim() } : {}),
     uploadMaxBytes,
     codegraphSyncMaxBytes,
+    mineSyncMaxRuns,
     searchPostings,
     redis,
     runMode,

@@ -158,6 +158,8 @@ export async function createServices(config: Config, database: Database, options
     missingInputs: runs.missingInputs,
     workspaces: workspaces.service,
     audit: audit.service,
+    queue,
+    config,
     owner,
     consumes,
     log,
@@ -248,7 +250,7 @@ export async function createServices(config: Config, database: Database, options
   ];
   // Each module's jobs, bound to what their handlers use. Any process may enqueue them;
   // RUN_MODE worker|all consumes.
-  const jobs = [...runEngine.jobs, ...codegraph.jobs, ...knowledge.jobs];
+  const jobs = [...runEngine.jobs, ...codegraph.jobs, ...knowledge.jobs, ...playbooks.jobs];
 
   return {
     config,

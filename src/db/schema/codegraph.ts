@@ -86,6 +86,22 @@ export const IndexStatsSchema = Type.Object({
 export type IndexStats = Static<typeof IndexStatsSchema>;
 
 /**
+ * How far an index in progress has come: written when it starts and about once a second while
+ * files are parsed, then once as the graph is written; null once it ends.
+ */
+export const IndexProgressSchema = Type.Object(
+  {
+    phase: StringEnum(['parsing', 'writing'] as const, {
+      description: '`parsing` the files one by one, then `writing` the graph',
+    }),
+    files_done: count(),
+    files_total: count(),
+  },
+  { description: 'an index in progress: files parsed of those found; null when no index runs' },
+);
+export type IndexProgress = Static<typeof IndexProgressSchema>;
+
+/**
  * A code project of a workspace, named by the client. Its graph is the rows of
  * `codegraph_symbols`/`codegraph_edges` whose generation is `active_generation`: an index
  * writes a new generation beside the old one and makes it active in one statement, so a
@@ -107,6 +123,8 @@ export const codegraphProjects = pgTable(
     source: jsonb('source').$type<ProjectSource>().notNull(),
     /** The active graph's figures; null until a first index completes. */
     stats: jsonb('stats').$type<IndexStats>(),
+    /** The latest index's progress while it runs; null otherwise. */
+    progress: jsonb('progress').$type<IndexProgress>(),
     /** Why the latest index failed (safe to show); null otherwise. */
     error: text('error'),
     indexed_at: timestamp('indexed_at', { withTimezone: true, mode: 'date' }),

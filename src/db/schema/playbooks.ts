@@ -173,3 +173,43 @@ export const playbookSchedules = pgTable('playbook_schedules', {
   updated_at: updatedAt(),
 });
 export type PlaybookScheduleRow = typeof playbookSchedules.$inferSelect;
+
+/** Where a background mine is: waiting for a worker, working, or ended (`completed`, `failed`). */
+export const MineStatusSchema = StringEnum(['queued', 'running', 'completed', 'failed'] as const);
+export type MineStatus = Static<typeof MineStatusSchema>;
+/** What a running mine is doing: reading the runs, mining and scoring them, storing the playbooks. */
+export const MinePhaseSchema = StringEnum(['loading', 'mining', 'storing'] as const);
+export type MinePhase = Static<typeof MinePhaseSchema>;
+
+/**
+ * A mine done in the background (`POST /api/playbooks/mine` past `MINE_SYNC_MAX_RUNS`, or asked
+ * for with `Prefer: respond-async`): the row is the job's truth, so a worker in any process
+ * reads what to mine from it, and a mine whose process died is handed to the queue again.
+ * `input` holds the window already fixed to dates, so a mine run later reads the same runs.
+ */
+export const playbookMines = pgTable(
+  'playbook_mines',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    workspace_id: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    status: varchar('status', { length: 20 }).$type<MineStatus>().notNull(),
+    phase: varchar('phase', { length: 20 }).$type<MinePhase>(),
+    input: jsonb('input').$type<Record<string, unknown>>().notNull(),
+    /** Finished runs in the window when it was requested (at most the mining cap). */
+    runs: integer('runs').notNull(),
+    requested_by: varchar('requested_by', { length: 255 }).notNull(),
+    result: jsonb('result').$type<Record<string, unknown>>(),
+    error: text('error'),
+    attempts: integer('attempts').notNull().default(0),
+    created_at: createdAt(),
+    started_at: timestamp('started_at', { withTimezone: true, mode: 'date' }),
+    finished_at: timestamp('finished_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [
+    index('playbook_mines_workspace_idx').on(t.workspace_id, t.created_at),
+    index('playbook_mines_unfinished_idx').on(t.status).where(sql`${t.status} in ('queued', 'running')`),
+  ],
+);
+export type PlaybookMineRow = typeof playbookMines.$inferSelect;

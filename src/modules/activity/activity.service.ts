@@ -33,6 +33,7 @@ export type ActivitySubjectType =
   | 'codegraph_project'
   | 'source'
   | 'playbook'
+  | 'playbook_mine'
   | 'settings'
   | 'system';
 

@@ -7,6 +7,17 @@ interface ProjectRef {
   name: string;
 }
 
+/** The feed's line for an index sent to the background: `Code project “shop” indexing: 800 files`. */
+export const codegraphStarted = (project: ProjectRef, files: number, actor?: string): ActivityInput => ({
+  workspaceId: project.workspace_id,
+  kind: 'codegraph.started',
+  subjectType: 'codegraph_project',
+  subjectId: project.id,
+  message: `Code project “${project.name}” indexing in the background: ${files} files`,
+  data: { name: project.name, files },
+  actor,
+});
+
 /** The feed's line for a finished index: `Code project “shop” indexed: 120 files, 900 symbols`. */
 export const codegraphIndexed = (project: ProjectRef, stats: IndexStats, actor?: string): ActivityInput => ({
   workspaceId: project.workspace_id,

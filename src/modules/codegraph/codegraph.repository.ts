@@ -6,13 +6,14 @@ import {
   codegraphProjects,
   codegraphSymbols,
   codegraphUploads,
+  type IndexProgress,
   type IndexStats,
   type ProjectSource,
   type SymbolKind,
 } from '../../db/schema/codegraph.ts';
 import type { Db } from '../../db/transaction.ts';
 
-export type { CodegraphStatus, IndexStats, ProjectSource } from '../../db/schema/codegraph.ts';
+export type { CodegraphStatus, IndexProgress, IndexStats, ProjectSource } from '../../db/schema/codegraph.ts';
 
 export type ProjectRow = typeof codegraphProjects.$inferSelect;
 /** A symbol row to write: every column given (the JSON insert takes no defaults). */
@@ -116,7 +117,9 @@ export function createCodegraphRepository(db: Db) {
       name: string,
       source: ProjectSource,
       createdBy: string | null,
+      filesTotal: number,
     ): Promise<ProjectRow> {
+      const progress: IndexProgress = { phase: 'parsing', files_done: 0, files_total: filesTotal };
       const [row] = await db
         .insert(codegraphProjects)
         .values({
@@ -125,6 +128,7 @@ export function createCodegraphRepository(db: Db) {
           status: 'indexing',
           last_generation: 1,
           source,
+          progress,
           created_by: createdBy,
         })
         .onConflictDoUpdate({
@@ -133,6 +137,7 @@ export function createCodegraphRepository(db: Db) {
             last_generation: sql`${codegraphProjects.last_generation} + 1`,
             status: 'indexing',
             source,
+            progress,
             error: null,
             updated_at: sql`now()`,
           },
@@ -140,6 +145,25 @@ export function createCodegraphRepository(db: Db) {
         .returning();
       if (!row) throw new Error('project upsert returned nothing');
       return row;
+    },
+
+    /** Records how far the index of `generation` has come, unless a newer request replaced it. */
+    async setProgress(
+      workspaceId: string,
+      projectId: string,
+      generation: number,
+      progress: IndexProgress,
+    ): Promise<void> {
+      await db
+        .update(codegraphProjects)
+        .set({ progress })
+        .where(
+          and(
+            eq(codegraphProjects.workspace_id, workspaceId),
+            eq(codegraphProjects.id, projectId),
+            eq(codegraphProjects.last_generation, generation),
+          ),
+        );
     },
 
     /** `n` fresh symbol ids, so edges can name their symbols before any row is written. */
@@ -202,6 +226,7 @@ export function createCodegraphRepository(db: Db) {
           updated_at: sql`now()`,
           status: sql`case when ${latest} then 'ready' else ${codegraphProjects.status} end`,
           error: sql`case when ${latest} then null else ${codegraphProjects.error} end`,
+          progress: sql`case when ${latest} then null else ${codegraphProjects.progress} end`,
         })
         .where(
           and(
@@ -226,7 +251,7 @@ export function createCodegraphRepository(db: Db) {
     ): Promise<boolean> {
       const rows = await db
         .update(codegraphProjects)
-        .set({ status: 'failed' satisfies CodegraphStatus, error, updated_at: sql`now()` })
+        .set({ status: 'failed' satisfies CodegraphStatus, error, progress: null, updated_at: sql`now()` })
         .where(
           and(
             eq(codegraphProjects.workspace_id, workspaceId),

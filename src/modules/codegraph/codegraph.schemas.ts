@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import {
   CodegraphStatusSchema,
+  IndexProgressSchema,
   IndexStatsSchema,
   ProjectSourceSchema,
   SymbolKindSchema,
@@ -47,6 +48,7 @@ export const ProjectSchema = Type.Object({
   status: CodegraphStatusSchema,
   source: ProjectSourceSchema,
   stats: Nullable(IndexStatsSchema),
+  progress: Nullable(IndexProgressSchema),
   error: Nullable(Type.String({ description: 'why the latest index failed' })),
   indexed_at: Nullable(Timestamp({ description: 'when the graph searched was made' })),
   created_by: Nullable(Type.String()),

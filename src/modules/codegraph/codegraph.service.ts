@@ -6,9 +6,10 @@ import { ArchiveError } from '../../lib/archive/read-archive.ts';
 import { PathOutsideRootError, resolveWithinRoot } from '../../lib/fs/within-root.ts';
 import type { Logger } from '../../logger.ts';
 import type { ActivityService } from '../activity/activity.service.ts';
-import { codegraphFailed, codegraphIndexed } from './codegraph.events.ts';
+import { codegraphFailed, codegraphIndexed, codegraphStarted } from './codegraph.events.ts';
 import {
   createCodegraphRepository,
+  type IndexProgress,
   type IndexStats,
   type NewEdge,
   type NewSymbol,
@@ -67,6 +68,8 @@ export interface IndexOutcome {
 
 /** Parse in turns of at most this long, so requests keep being served while a project is parsed. */
 const PARSE_SLICE_MS = 20;
+/** How often an index in progress records its files done (`progress` of the project). */
+const PROGRESS_EVERY_MS = 1000;
 
 /**
  * The code graph: index a project from a directory under the tenant's `SOURCES_ROOT` subtree or an uploaded
@@ -136,9 +139,17 @@ export function createCodegraphService(deps: CodegraphDependencies) {
     signal?: AbortSignal,
   ): Promise<{ activated: boolean; stats: IndexStats }> {
     const started = performance.now();
-    const parsed = await parseAll(sources, signal);
+    const progress = (phase: IndexProgress['phase'], filesDone: number) =>
+      repo.setProgress(project.workspace_id, project.id, generation, {
+        phase,
+        files_done: filesDone,
+        files_total: sources.files,
+      });
+    await progress('parsing', 0);
+    const parsed = await parseAll(sources, signal, (filesDone) => progress('parsing', filesDone));
     const graph = buildCodeGraph(parsed);
     try {
+      await progress('writing', sources.files);
       await writeGraph(project, generation, graph);
       const stats = statsOf(sources, parsed, graph, Math.round(performance.now() - started));
       const activated = await inTransaction(db, async (tx) => {
@@ -238,7 +249,14 @@ export function createCodegraphService(deps: CodegraphDependencies) {
       if (sources.bytes > deps.syncMaxBytes) {
         const project = await inTransaction(db, async (tx) => {
           const txRepo = createCodegraphRepository(tx);
-          const begun = await txRepo.beginIndex(caller.workspaceId, name, described, caller.userId);
+          const begun = await txRepo.beginIndex(
+            caller.workspaceId,
+            name,
+            described,
+            caller.userId,
+            sources.files,
+          );
+          await deps.activity.record(tx, codegraphStarted(begun, sources.files, caller.userId));
           if ('archive' in source) {
             await txRepo.saveUpload(caller.workspaceId, begun.id, begun.last_generation, source.archive);
           }
@@ -262,7 +280,13 @@ export function createCodegraphService(deps: CodegraphDependencies) {
         });
         return { project, background: true };
       }
-      const project = await repo.beginIndex(caller.workspaceId, name, described, caller.userId);
+      const project = await repo.beginIndex(
+        caller.workspaceId,
+        name,
+        described,
+        caller.userId,
+        sources.files,
+      );
       try {
         await build(project, project.last_generation, sources, caller.userId);
       } catch (error) {
@@ -380,14 +404,29 @@ export type CodegraphService = ReturnType<typeof createCodegraphService>;
 /** A background index's failure whose message is safe to show. */
 class IndexFailure extends Error {}
 
-/** Parses every file, yielding to the event loop between slices. */
-async function parseAll(sources: SourceSet, signal?: AbortSignal): Promise<ParsedFile[]> {
+/**
+ * Parses every file, yielding to the event loop between slices, and reports the files done
+ * about once a second (`PROGRESS_EVERY_MS`).
+ */
+async function parseAll(
+  sources: SourceSet,
+  signal: AbortSignal | undefined,
+  onProgress: (filesDone: number) => Promise<void>,
+): Promise<ParsedFile[]> {
   const parsed: ParsedFile[] = [];
+  let filesDone = 0;
   let sliceStart = performance.now();
+  let reportedAt = sliceStart;
   for await (const file of sources.read(signal)) {
     const result = await parseSource(file.path, file.text);
     if (result) parsed.push(result);
-    if (performance.now() - sliceStart > PARSE_SLICE_MS) {
+    filesDone++;
+    const now = performance.now();
+    if (now - reportedAt >= PROGRESS_EVERY_MS) {
+      await onProgress(filesDone);
+      reportedAt = performance.now();
+    }
+    if (now - sliceStart > PARSE_SLICE_MS) {
       await nextTurn();
       signal?.throwIfAborted();
       sliceStart = performance.now();

@@ -1,4 +1,8 @@
+import { Type } from 'typebox';
+import { defineJob, JobTimeoutError } from '../../jobs/job.ts';
 import { createPeriodicSweep } from '../../jobs/periodic-sweep.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import type { Component } from '../../lifecycle.ts';
 import type { Logger } from '../../logger.ts';
 import type { PlaybooksService } from './playbooks.service.ts';
 import { DEFAULT_SCHEDULE, previousSlot } from './schedule.ts';
@@ -86,5 +90,64 @@ export function createNightlyMining(options: NightlyMiningOptions) {
     intervalMs,
     failure: 'the nightly mining sweep failed; it runs again shortly',
     work: (_reason, signal) => sweepOnce(signal),
+  });
+}
+
+/** The queue's name for a background mine (`POST /api/playbooks/mine` answered 202). */
+export const PLAYBOOKS_MINE = 'playbooks.mine';
+
+/** A mine of a million runs takes about 15 s; past this it is failed, not retried forever. */
+const MINE_TIMEOUT_MS = 30 * 60_000;
+
+/** One job per mine while it waits or runs. */
+export const mineJobId = (mineId: string): string => `playbooks-mine:${mineId}`;
+
+/**
+ * Does one background mine. The mine's row says what to mine and whether it already ended,
+ * so a duplicate or late delivery does nothing. A timeout fails the mine; a stopping process
+ * hands the job back (the mine starts again; mining again only updates the same playbooks).
+ */
+export const minePlaybooksJob = defineJob({
+  name: PLAYBOOKS_MINE,
+  payload: Type.Object({ mine_id: Type.String({ format: 'uuid' }) }),
+  attempts: 3,
+  backoffMs: 5_000,
+  timeoutMs: MINE_TIMEOUT_MS,
+  async handle(deps: { playbooks: Pick<PlaybooksService, 'runMineJob' | 'failMine'> }, payload, signal) {
+    try {
+      await deps.playbooks.runMineJob(payload.mine_id, signal);
+    } catch (error) {
+      if (!(signal.reason instanceof JobTimeoutError)) throw error;
+      await deps.playbooks.failMine(
+        payload.mine_id,
+        `mining took longer than ${MINE_TIMEOUT_MS / 60_000} minutes`,
+      );
+    }
+  },
+});
+
+export interface MineRecoveryOptions {
+  playbooks: Pick<PlaybooksService, 'recoverUnfinishedMines'>;
+  queue: Pick<JobQueue, 'onJobsLost'>;
+  log: Logger;
+}
+
+/**
+ * A consuming process hands unfinished background mines to the queue again when it starts and
+ * when the queue says it lost its jobs: the mine rows are the truth, the queue only wakes workers.
+ */
+export function createMineRecovery(options: MineRecoveryOptions): Component {
+  return createPeriodicSweep({
+    name: 'Playbook mine recovery',
+    log: options.log,
+    failure: 'the playbook mine recovery sweep failed',
+    atStart: true,
+    alsoOn: (sweep) => options.queue.onJobsLost(sweep),
+    async work() {
+      const count = await options.playbooks.recoverUnfinishedMines();
+      if (count > 0)
+        options.log.info({ mines: count }, 'handed unfinished playbook mines to the queue again');
+      return count;
+    },
   });
 }

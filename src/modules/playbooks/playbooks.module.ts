@@ -1,9 +1,18 @@
+import type { Config } from '../../config.ts';
 import type { Db } from '../../db/transaction.ts';
+import { bindJob } from '../../jobs/job.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
 import type { Logger } from '../../logger.ts';
 import type { Module } from '../../module.ts';
 import type { AuditRecorder } from '../audit/audit.service.ts';
 import type { WorkspacesService } from '../workspaces/workspaces.service.ts';
-import { createNightlyMining } from './playbooks.jobs.ts';
+import {
+  createMineRecovery,
+  createNightlyMining,
+  mineJobId,
+  minePlaybooksJob,
+  PLAYBOOKS_MINE,
+} from './playbooks.jobs.ts';
 import { playbooksRoutes } from './playbooks.routes.ts';
 import { createPlaybooksService, type PlaybooksDependencies } from './playbooks.service.ts';
 
@@ -17,6 +26,9 @@ export interface PlaybooksModuleDependencies {
   /** Tenant-wide mining reads the caller's workspaces. */
   workspaces: Pick<WorkspacesService, 'listMine'>;
   audit: AuditRecorder;
+  /** Background mines (`playbooks.mine`) go through it. */
+  queue: Pick<JobQueue, 'enqueue' | 'onJobsLost'>;
+  config: Pick<Config, 'mineSyncMaxRuns'>;
   /** Names this process's claims of a nightly schedule slot. */
   owner: string;
   /** This process consumes jobs (RUN_MODE worker or all): it runs the nightly schedules. */
@@ -26,7 +38,7 @@ export interface PlaybooksModuleDependencies {
 
 /** Playbooks: patterns mined from successful runs, promoted to workflows, attached to agents. */
 export function createPlaybooksModule(deps: PlaybooksModuleDependencies) {
-  const { workspaces, log } = deps;
+  const { workspaces, queue, log } = deps;
   const service = createPlaybooksService({
     db: deps.db,
     activity: deps.activity,
@@ -35,10 +47,19 @@ export function createPlaybooksModule(deps: PlaybooksModuleDependencies) {
     workspacesOf: (userId) => workspaces.listMine(userId),
     audit: deps.audit,
     missingInputs: deps.missingInputs,
+    enqueueMine: (mineId) => queue.enqueue(PLAYBOOKS_MINE, { mine_id: mineId }, { jobId: mineJobId(mineId) }),
+    syncMaxRuns: deps.config.mineSyncMaxRuns,
+    log,
   });
   return {
     service,
     routes: (app) => playbooksRoutes(app, { playbooks: service }),
-    sweeps: deps.consumes ? [createNightlyMining({ playbooks: service, log, owner: deps.owner })] : [],
+    jobs: [bindJob(minePlaybooksJob, { playbooks: service })],
+    sweeps: deps.consumes
+      ? [
+          createNightlyMining({ playbooks: service, log, owner: deps.owner }),
+          createMineRecovery({ playbooks: service, queue, log }),
+        ]
+      : [],
   } satisfies Module;
 }

@@ -1,9 +1,13 @@
-import { and, desc, eq, getTableColumns, inArray, isNull, type SQL, sql } from 'drizzle-orm';
+import { and, count, desc, eq, getTableColumns, inArray, isNull, type SQL, sql } from 'drizzle-orm';
+import { type PageRequest, paginate, totalCount } from '../../db/queries.ts';
 import {
+  type MinePhase,
   type PlaybookAttachmentRow,
+  type PlaybookMineRow,
   type PlaybookRow,
   type PlaybookScheduleRow,
   playbookAttachments,
+  playbookMines,
   playbookSchedules,
   playbooks,
 } from '../../db/schema/playbooks.ts';
@@ -52,6 +56,8 @@ export interface PlaybookFilter {
 /** Finished runs mined at most per request (any of them past that): bounds the memory of one mine. */
 export const MAX_MINED_RUNS = 1_000_000;
 /** Characters of each run's goal read (goal templates are made from them). */
+export type { MinePhase, MineStatus, PlaybookMineRow } from '../../db/schema/playbooks.ts';
+
 export const MAX_GOAL_CHARS = 500;
 
 const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
@@ -158,6 +164,21 @@ export function createPlaybooksRepository(db: Db) {
     },
 
     /** The goals (their first MAX_GOAL_CHARS characters) of these runs of the workspaces. */
+    /** How many runs `finishedRuns` would read (counted up to MAX_MINED_RUNS, no further). */
+    async countFinishedRuns(workspaceIds: string[], from: Date, to: Date): Promise<number> {
+      const [row] = rowsOf<{ runs: number | string }>(
+        await db.execute(sql`select count(*) as runs from (select 1 from runs
+          where workspace_id in (${sql.join(
+            workspaceIds.map((id) => sql`${id}::uuid`),
+            sql`, `,
+          )})
+            and status in ('Completed', 'Failed')
+            and finished_at >= ${from.toISOString()}::timestamptz and finished_at < ${to.toISOString()}::timestamptz
+          limit ${MAX_MINED_RUNS}) r`),
+      );
+      return Number(row?.runs ?? 0);
+    },
+
     async goalsOf(workspaceIds: string[], runIds: string[]): Promise<Map<string, string>> {
       if (runIds.length === 0) return new Map();
       const rows = rowsOf<{ id: string; goal: string | null }>(
@@ -521,6 +542,109 @@ export function createPlaybooksRepository(db: Db) {
           where p.workspace_id = ${workspaceId}::uuid and p.archived_at is null
           group by p.id, p.name`),
       );
+    },
+
+    /** Records a mine to do in the background, `queued`. */
+    async createMine(mine: {
+      workspaceId: string;
+      input: Record<string, unknown>;
+      runs: number;
+      requestedBy: string;
+    }): Promise<PlaybookMineRow> {
+      const [row] = await db
+        .insert(playbookMines)
+        .values({
+          workspace_id: mine.workspaceId,
+          status: 'queued',
+          input: mine.input,
+          runs: mine.runs,
+          requested_by: mine.requestedBy,
+        })
+        .returning();
+      if (!row) throw new Error('insert into playbook_mines returned nothing');
+      return row;
+    },
+
+    async findMine(workspaceId: string, id: string): Promise<PlaybookMineRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(playbookMines)
+        .where(and(eq(playbookMines.workspace_id, workspaceId), eq(playbookMines.id, id)));
+      return row;
+    },
+
+    async findMineById(id: string): Promise<PlaybookMineRow | undefined> {
+      const [row] = await db.select().from(playbookMines).where(eq(playbookMines.id, id));
+      return row;
+    },
+
+    /** The workspace's mines, newest first. */
+    async listMines(workspaceId: string, page: PageRequest) {
+      const where = eq(playbookMines.workspace_id, workspaceId);
+      const rows = await db
+        .select({ ...getTableColumns(playbookMines), total: totalCount() })
+        .from(playbookMines)
+        .where(where)
+        .orderBy(desc(playbookMines.created_at), desc(playbookMines.id))
+        .limit(page.limit)
+        .offset(page.offset);
+      return paginate(page, rows, async () => {
+        const [counted] = await db.select({ total: count() }).from(playbookMines).where(where);
+        return counted?.total ?? 0;
+      });
+    },
+
+    /**
+     * Takes an unfinished mine for an attempt: `running`, from its first phase. Answers the row,
+     * or nothing when it already ended (a late or repeated delivery of its job).
+     */
+    async startMine(id: string): Promise<PlaybookMineRow | undefined> {
+      const [row] = await db
+        .update(playbookMines)
+        .set({
+          status: 'running',
+          phase: 'loading',
+          attempts: sql`${playbookMines.attempts} + 1`,
+          started_at: sql`coalesce(${playbookMines.started_at}, now())`,
+        })
+        .where(and(eq(playbookMines.id, id), inArray(playbookMines.status, ['queued', 'running'])))
+        .returning();
+      return row;
+    },
+
+    async setMinePhase(id: string, phase: MinePhase): Promise<void> {
+      await db
+        .update(playbookMines)
+        .set({ phase })
+        .where(and(eq(playbookMines.id, id), eq(playbookMines.status, 'running')));
+    },
+
+    /** Ends a mine: `completed` with its result or `failed` with the reason (safe to show). */
+    async finishMine(
+      id: string,
+      end: { result: Record<string, unknown> } | { error: string },
+    ): Promise<boolean> {
+      const rows = await db
+        .update(playbookMines)
+        .set({
+          ...('result' in end
+            ? { status: 'completed' as const, result: end.result }
+            : { status: 'failed' as const, error: end.error }),
+          phase: null,
+          finished_at: sql`now()`,
+        })
+        .where(and(eq(playbookMines.id, id), inArray(playbookMines.status, ['queued', 'running'])))
+        .returning({ id: playbookMines.id });
+      return rows.length > 0;
+    },
+
+    /** Mines not yet ended, oldest first: what a consuming process hands to the queue again. */
+    async unfinishedMines(): Promise<Array<{ id: string }>> {
+      return db
+        .select({ id: playbookMines.id })
+        .from(playbookMines)
+        .where(inArray(playbookMines.status, ['queued', 'running']))
+        .orderBy(playbookMines.created_at);
     },
   };
 }

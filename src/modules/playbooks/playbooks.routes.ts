@@ -6,9 +6,13 @@ import {
   AttachmentsResult,
   DetachBody,
   DetachResult,
+  ListMinesQuery,
   ListPlaybooksQuery,
   MineBody,
+  MineHeaders,
+  MinePage,
   MineResult,
+  MineSchema,
   PlaybookPage,
   PlaybookSchema,
   PromoteBody,
@@ -48,12 +52,54 @@ export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksSe
         tags,
         summary: 'Mine playbooks',
         description:
-          'Mines closed frequent patterns (FP-Growth) of the finished runs in the window, keeps those with at least `min_support` successful runs and `min_confidence` = P(success | pattern), merges near-duplicates (same agents and tools), scores them and stores the best `top_k` in the current workspace (a pattern mined before is updated, keeping your edits). Deterministic; no model is called.',
+          'Mines closed frequent patterns (FP-Growth) of the finished runs in the window, keeps those with at least `min_support` successful runs and `min_confidence` = P(success | pattern), merges near-duplicates (same agents and tools), scores them and stores the best `top_k` in the current workspace (a pattern mined before is updated, keeping your edits). Deterministic; no model is called. A window of at most `MINE_SYNC_MAX_RUNS` finished runs is mined within the request (200); a larger one, or any with `Prefer: respond-async`, in the background: 202 with the mine and its `Location`, to follow at `GET /api/playbooks/mines/{id}` or on the activity feed (`playbook.mined`, `playbook.mine_failed`).',
+        headers: MineHeaders,
         body: MineBody,
-        response: { 200: MineResult },
+        response: { 200: MineResult, 202: MineSchema },
       },
     },
-    async (request, reply) => playbooks.mine(request.caller, request.body, abortedWhenClientLeaves(reply)),
+    async (request, reply) => {
+      const background = /(^|[\s,;])respond-async([\s,;=]|$)/i.test(request.headers.prefer ?? '');
+      const outcome = await playbooks.requestMine(request.caller, request.body, {
+        background,
+        signal: abortedWhenClientLeaves(reply),
+      });
+      if ('mined' in outcome) return outcome.mined;
+      if (background) reply.header('Preference-Applied', 'respond-async');
+      return reply
+        .status(202)
+        .header('Location', `/api/playbooks/mines/${outcome.queued.id}`)
+        .send(outcome.queued);
+    },
+  );
+
+  app.get(
+    '/playbooks/mines',
+    {
+      schema: {
+        tags,
+        summary: 'List background mines',
+        description: 'The current workspace’s background mines, newest first, with their status and results.',
+        querystring: ListMinesQuery,
+        response: { 200: MinePage },
+      },
+    },
+    async (request) => playbooks.listMines(request.caller, request.query),
+  );
+
+  app.get(
+    '/playbooks/mines/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get a background mine',
+        description:
+          '`queued`, then `running` (with its `phase`: loading the runs, mining, storing), then `completed` with the same `result` a mine within the request answers, or `failed` with the reason.',
+        params: IdParams,
+        response: { 200: MineSchema },
+      },
+    },
+    async (request) => playbooks.getMine(request.caller, request.params.id),
   );
 
   app.post(

@@ -4,6 +4,8 @@ import {
   CategorySchema,
   CategoryVoteSchema,
   ContextPatternSchema,
+  MinePhaseSchema,
+  MineStatusSchema,
   QualityPartsSchema,
 } from '../../db/schema/playbooks.ts';
 import { Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
@@ -120,6 +122,35 @@ export const MineResult = Type.Object({
     store: Type.Integer(),
   }),
   playbooks: Type.Array(PlaybookSchema),
+});
+
+export const MineSchema = Type.Object({
+  id: Uuid(),
+  status: MineStatusSchema,
+  phase: Nullable(MinePhaseSchema),
+  input: Type.Object(
+    {},
+    {
+      additionalProperties: true,
+      description: 'the request as given, its `time_range` fixed to the dates it meant when it was made',
+    },
+  ),
+  runs: Type.Integer({ description: 'finished runs in the window when it was requested' }),
+  requested_by: Type.String(),
+  result: Nullable(MineResult),
+  error: Nullable(Type.String({ description: 'why the mine failed' })),
+  created_at: Timestamp(),
+  started_at: Nullable(Timestamp()),
+  finished_at: Nullable(Timestamp()),
+});
+export const MinePage = Page(MineSchema);
+export const ListMinesQuery = Type.Object({ ...PageQuery });
+
+/** `Prefer: respond-async` (RFC 7240) asks for a background mine whatever the window's size. */
+export const MineHeaders = Type.Object({
+  prefer: Type.Optional(
+    Type.String({ description: '`respond-async` mines in the background: 202 with the mine to follow' }),
+  ),
 });
 
 export const UpdatePlaybookBody = Type.Object(

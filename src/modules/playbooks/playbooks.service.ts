@@ -1,7 +1,8 @@
 import type { Caller } from '../../caller.ts';
-import { type Db, inTransaction } from '../../db/transaction.ts';
-import { AppError, invalid, invalidFields, notFound } from '../../errors.ts';
+import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
+import { AppError, infrastructureFailure, invalid, invalidFields, notFound } from '../../errors.ts';
 import { ConditionError, createNormaliser, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
+import type { Logger } from '../../logger.ts';
 import type { ActivityInput, ActivityService } from '../activity/activity.service.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { RunsService } from '../runs/runs.service.ts';
@@ -13,7 +14,9 @@ import {
   type AttachedPlaybook,
   createPlaybooksRepository,
   type MinedPlaybook,
+  type MinePhase,
   type PlaybookFilter,
+  type PlaybookMineRow,
   type PlaybookRecord,
 } from './playbooks.repository.ts';
 import { DEFAULT_SCHEDULE, nextSlot, scheduleProblems } from './schedule.ts';
@@ -80,6 +83,12 @@ export interface PlaybooksDependencies {
   now?: () => Date;
   /** The workspace audit trail: `playbook_schedule.updated` with the old and new schedule. */
   audit?: AuditRecorder;
+  /** Hands a background mine to the job queue (`playbooks.mine`); its row is the job's truth. */
+  enqueueMine?(mineId: string): Promise<void>;
+  /** `MINE_SYNC_MAX_RUNS`: a window of at most this many finished runs is mined within the request. */
+  syncMaxRuns?: number;
+  /** Where a failed enqueue or an unexpected failure of a background mine is told. */
+  log?: Pick<Logger, 'warn' | 'error'>;
 }
 
 const DAY_MS = 86_400_000;
@@ -249,71 +258,198 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
     });
   }
 
+  /** A background mine as the API shows it; its result is what `mine` answered. */
+  function presentMine(row: PlaybookMineRow) {
+    const { workspace_id: _workspace, attempts: _attempts, result, ...shown } = row;
+    return { ...shown, result: result as Awaited<ReturnType<typeof mine>> | null };
+  }
+
+  /**
+   * Mines the scope's finished runs in the window and stores the best patterns in the
+   * caller's workspace (updating those already there). Aborting `signal` (the client went
+   * away) stops the mining thread.
+   */
+  async function mine(
+    caller: Who,
+    input: MineInput,
+    signal?: AbortSignal,
+    options: {
+      quietWhenEmpty?: boolean;
+      mineId?: string;
+      onPhase?: (phase: MinePhase) => Promise<void>;
+    } = {},
+  ) {
+    const workspaceIds = await scopeOf(caller, input.tenant_id);
+    const window = windowOf(input.time_range);
+    const started = performance.now();
+    const [runs, agents] = await Promise.all([
+      repo.finishedRuns(workspaceIds, window.from, window.to),
+      repo.agentsOf(workspaceIds),
+    ]);
+    const loaded = performance.now();
+    await options.onPhase?.('mining');
+    const roles = new Map<string, string>();
+    for (const agent of agents) if (agent.role) roles.set(normaliseName(agent.name), agent.role);
+    const summary = await minePatterns(runs, {
+      minSupport: input.min_support,
+      minConfidence: input.min_confidence,
+      topK: input.top_k,
+      roles,
+      goalsOf: (runIds) => repo.goalsOf(workspaceIds, runIds),
+      ...(input.categories ? { categories: input.categories } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    await options.onPhase?.('storing');
+    const storing = performance.now();
+    const minedAt = now();
+    const stored = await inTransaction(deps.db, async (tx) => {
+      const rows = await createPlaybooksRepository(tx).upsert(
+        caller.workspaceId,
+        summary.patterns.map(toStored),
+        minedAt,
+      );
+      if (options.quietWhenEmpty && summary.runs === 0) return rows;
+      await deps.activity.record(tx, {
+        workspaceId: caller.workspaceId,
+        kind: 'playbook.mined',
+        subjectType: 'playbook',
+        message: `Mined ${summary.runs} runs: ${rows.length} playbook${rows.length === 1 ? '' : 's'}`,
+        data: {
+          runs: summary.runs,
+          playbooks: rows.length,
+          workspaces: workspaceIds.length,
+          ...(options.mineId ? { mine_id: options.mineId } : {}),
+        },
+        actor: caller.userId,
+      });
+      return rows;
+    });
+    return {
+      scope: { workspace_ids: workspaceIds, from: window.from, to: window.to },
+      runs: summary.runs,
+      successful_runs: summary.successfulRuns,
+      base_success_rate: summary.baseline.successRate,
+      itemsets: summary.itemsets,
+      took_ms: {
+        load: Math.round(loaded - started),
+        transactions: summary.tookMs.transactions,
+        mining: summary.tookMs.mining,
+        scoring: summary.tookMs.scoring,
+        store: Math.round(performance.now() - storing),
+      },
+      playbooks: stored.map(present),
+    };
+  }
+
   const service = {
+    mine,
+
     /**
-     * Mines the scope's finished runs in the window and stores the best patterns in the
-     * caller's workspace (updating those already there). Aborting `signal` (the client went
-     * away) stops the mining thread.
+     * `POST /playbooks/mine`: mines within the request when the window holds at most
+     * `syncMaxRuns` finished runs, else (or when the client asks, `background`) records a
+     * background mine and hands it to the queue. The scope and window are checked first, so a
+     * refused request records nothing; a background mine keeps the window fixed to dates.
      */
-    async mine(
+    async requestMine(
       caller: Who,
       input: MineInput,
-      signal?: AbortSignal,
-      options: { quietWhenEmpty?: boolean } = {},
-    ) {
+      options: { background?: boolean; signal?: AbortSignal } = {},
+    ): Promise<{ mined: Awaited<ReturnType<typeof mine>> } | { queued: ReturnType<typeof presentMine> }> {
       const workspaceIds = await scopeOf(caller, input.tenant_id);
       const window = windowOf(input.time_range);
-      const started = performance.now();
-      const [runs, agents] = await Promise.all([
-        repo.finishedRuns(workspaceIds, window.from, window.to),
-        repo.agentsOf(workspaceIds),
-      ]);
-      const loaded = performance.now();
-      const roles = new Map<string, string>();
-      for (const agent of agents) if (agent.role) roles.set(normaliseName(agent.name), agent.role);
-      const summary = await minePatterns(runs, {
-        minSupport: input.min_support,
-        minConfidence: input.min_confidence,
-        topK: input.top_k,
-        roles,
-        goalsOf: (runIds) => repo.goalsOf(workspaceIds, runIds),
-        ...(input.categories ? { categories: input.categories } : {}),
-        ...(signal ? { signal } : {}),
-      });
-      const storing = performance.now();
-      const minedAt = now();
-      const stored = await inTransaction(deps.db, async (tx) => {
-        const rows = await createPlaybooksRepository(tx).upsert(
-          caller.workspaceId,
-          summary.patterns.map(toStored),
-          minedAt,
-        );
-        if (options.quietWhenEmpty && summary.runs === 0) return rows;
-        await deps.activity.record(tx, {
-          workspaceId: caller.workspaceId,
-          kind: 'playbook.mined',
-          subjectType: 'playbook',
-          message: `Mined ${summary.runs} runs: ${rows.length} playbook${rows.length === 1 ? '' : 's'}`,
-          data: { runs: summary.runs, playbooks: rows.length, workspaces: workspaceIds.length },
-          actor: caller.userId,
-        });
-        return rows;
-      });
-      return {
-        scope: { workspace_ids: workspaceIds, from: window.from, to: window.to },
-        runs: summary.runs,
-        successful_runs: summary.successfulRuns,
-        base_success_rate: summary.baseline.successRate,
-        itemsets: summary.itemsets,
-        took_ms: {
-          load: Math.round(loaded - started),
-          transactions: summary.tookMs.transactions,
-          mining: summary.tookMs.mining,
-          scoring: summary.tookMs.scoring,
-          store: Math.round(performance.now() - storing),
-        },
-        playbooks: stored.map(present),
+      const runs = await repo.countFinishedRuns(workspaceIds, window.from, window.to);
+      const { enqueueMine } = deps;
+      if (!enqueueMine || (!options.background && runs <= (deps.syncMaxRuns ?? Number.POSITIVE_INFINITY))) {
+        return { mined: await mine(caller, input, options.signal) };
+      }
+      const fixed: MineInput = {
+        ...input,
+        time_range: { from: window.from.toISOString(), to: window.to.toISOString() },
       };
+      const row = await inTransaction(deps.db, async (tx) => {
+        const created = await createPlaybooksRepository(tx).createMine({
+          workspaceId: caller.workspaceId,
+          input: { ...fixed },
+          runs,
+          requestedBy: caller.userId,
+        });
+        afterCommit(tx, () => {
+          enqueueMine(created.id).catch((error: unknown) =>
+            deps.log?.warn(
+              { err: error, mine_id: created.id },
+              'the queue did not take the mine; the recovery sweep hands it over',
+            ),
+          );
+        });
+        return created;
+      });
+      return { queued: presentMine(row) };
+    },
+
+    /**
+     * The `playbooks.mine` job: mines what the row says, as the user who asked, recording its
+     * phase as it goes; ends it `completed` with the result (the same as a mine within the
+     * request) or `failed` with the reason. A mine already ended does nothing (a repeated
+     * delivery); an abort or a database outage is rethrown for the queue to hand it back.
+     */
+    async runMineJob(mineId: string, signal: AbortSignal): Promise<void> {
+      const row = await repo.startMine(mineId);
+      if (!row) return;
+      const caller: Who = {
+        userId: row.requested_by,
+        workspaceId: row.workspace_id,
+        tenantId: '',
+        role: 'member',
+      };
+      try {
+        const result = await mine(caller, row.input as unknown as MineInput, signal, {
+          mineId: row.id,
+          onPhase: (phase) => repo.setMinePhase(row.id, phase),
+        });
+        await repo.finishMine(row.id, { result: result as unknown as Record<string, unknown> });
+      } catch (error) {
+        if (signal.aborted || infrastructureFailure(error)) throw error;
+        const safe = error instanceof AppError;
+        if (!safe) deps.log?.error({ err: error, mine_id: row.id }, 'a background mine failed');
+        await service.failMine(row.id, safe ? error.message : 'mining failed unexpectedly');
+      }
+    },
+
+    /** Ends a background mine `failed` with the reason, and says so on the activity feed. */
+    async failMine(mineId: string, reason: string): Promise<void> {
+      await inTransaction(deps.db, async (tx) => {
+        const txRepo = createPlaybooksRepository(tx);
+        const row = await txRepo.findMineById(mineId);
+        if (!row || !(await txRepo.finishMine(mineId, { error: reason }))) return;
+        await deps.activity.record(tx, {
+          workspaceId: row.workspace_id,
+          kind: 'playbook.mine_failed',
+          subjectType: 'playbook_mine',
+          subjectId: row.id,
+          message: `Mining ${row.runs} runs failed: ${reason}`,
+          data: { mine_id: row.id, runs: row.runs, error: reason },
+          actor: row.requested_by,
+        });
+      });
+    },
+
+    async getMine(caller: Who, id: string) {
+      const row = await repo.findMine(caller.workspaceId, id);
+      if (!row) throw notFound('mine', id);
+      return presentMine(row);
+    },
+
+    async listMines(caller: Who, page: { limit: number; offset: number }) {
+      const found = await repo.listMines(caller.workspaceId, page);
+      return { ...found, items: found.items.map((row) => presentMine(row as PlaybookMineRow)) };
+    },
+
+    /** Hands every unfinished background mine to the queue again (a consumer's start). */
+    async recoverUnfinishedMines(): Promise<number> {
+      if (!deps.enqueueMine) return 0;
+      const pending = await repo.unfinishedMines();
+      for (const mine of pending) await deps.enqueueMine(mine.id);
+      return pending.length;
     },
 
     async list(caller: Who, query: PlaybookFilter & { tenant_id?: string }) {
@@ -410,7 +546,7 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
      */
     async nightly(workspaceId: string, signal?: AbortSignal) {
       const system: Who = { userId: 'system', workspaceId, tenantId: '', role: 'owner' };
-      const mined = await service.mine(system, { ...NIGHTLY_MINING }, signal, { quietWhenEmpty: true });
+      const mined = await mine(system, { ...NIGHTLY_MINING }, signal, { quietWhenEmpty: true });
       const archived: string[] = [];
       for (const use of await repo.usesOf(workspaceId)) {
         const bound = wilsonLowerBound(use.successes, use.uses);

@@ -1,0 +1,1 @@
+ALTER TABLE "codegraph_projects" ADD COLUMN "progress" jsonb;
