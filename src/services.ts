@@ -389,8 +389,8 @@ export async function createServices(config: Config, database: Database, options
       databaseBusy: database.busy,
       databaseKind: database.kind,
       startedAt: new Date(),
-      // Redis fills the spec's row of that name; the model providers' row is per viewer.
-      components: redis ? [redis] : [],
+      // Redis and the search index fill the spec's rows of their names; the model providers' row is per viewer.
+      components: [...(redis ? [redis] : []), retrieval.healthComponent],
       providers: modelGateway,
       metrics: { db, analytics },
       shareMs: config.metricsShareMs,
