@@ -34,7 +34,9 @@ describe('health', () => {
       ['LLM Providers', 'not_configured'],
     ]);
     const search = report.components.find((c: { name: string }) => c.name === 'Vector Search');
-    expect(search.detail).toMatch(/^keyword search \(BM25\) on every source; vector and hybrid search \(pgvector \d+\.\d+/);
+    expect(search.detail).toMatch(
+      /^keyword search \(BM25\) on every source; vector and hybrid search \(pgvector \d+\.\d+/,
+    );
     expect(search.detail).toContain('EMBEDDING_MODELS_DIR is not set');
     expect(report.uptime_seconds).toBeGreaterThanOrEqual(0);
   });

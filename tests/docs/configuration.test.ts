@@ -17,7 +17,13 @@ function variablesRead(): Set<string> {
   // (the split roles), development or production.
   const settings: NodeJS.ProcessEnv[] = [
     {},
-    { POSTGRES_HOST: 'db', POSTGRES_DB: 'd', POSTGRES_USER: 'u', POSTGRES_PASSWORD: 'p', REDIS_URL: 'redis://r' },
+    {
+      POSTGRES_HOST: 'db',
+      POSTGRES_DB: 'd',
+      POSTGRES_USER: 'u',
+      POSTGRES_PASSWORD: 'p',
+      REDIS_URL: 'redis://r',
+    },
     { NODE_ENV: 'production', OIDC_ISSUER: 'https://id.example.com', OIDC_AUDIENCE: 'a' },
   ];
   for (const values of settings) {
@@ -54,7 +60,10 @@ describe('the documented configuration', () => {
 
   it('the README Configuration table lists every variable the service reads', () => {
     const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1));
+    const section = readme.slice(
+      readme.indexOf('## Configuration'),
+      readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1),
+    );
     const listed = [...section.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((m) => m[1] as string);
     expect([...listed].sort()).toEqual([...read].sort());
   });

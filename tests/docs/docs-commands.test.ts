@@ -24,8 +24,13 @@ import { createTestDatabaseEnv, type TestDatabaseEnv } from '../helpers/test-app
 
 const root = path.resolve(import.meta.dirname, '../..');
 const DOCUMENTED_ADDRESS = 'localhost:8080';
-const FILES = ['README.md', ...fs.readdirSync(path.join(root, 'docs')).sort().map((name) => `docs/${name}`)]
-  .filter((file) => file.endsWith('.md'));
+const FILES = [
+  'README.md',
+  ...fs
+    .readdirSync(path.join(root, 'docs'))
+    .sort()
+    .map((name) => `docs/${name}`),
+].filter((file) => file.endsWith('.md'));
 
 /** Cap of one file's commands; a stream that never ends fails instead of hanging the suite. */
 const FILE_TIMEOUT_MS = 90_000;
@@ -48,7 +53,9 @@ const documents: FileBlocks[] = FILES.map((file) => {
 
 describe('the fenced blocks of README.md and docs/', () => {
   it('each name their language, so no command hides in an unlabelled block', () => {
-    const unlabelled = documents.flatMap((d) => d.blocks.filter((b) => b.language === '').map((b) => `${b.file}:${b.line}`));
+    const unlabelled = documents.flatMap((d) =>
+      d.blocks.filter((b) => b.language === '').map((b) => `${b.file}:${b.line}`),
+    );
     expect(unlabelled).toEqual([]);
   });
 
@@ -82,12 +89,16 @@ function scriptOf(document: FileBlocks, base: string): { script: string; origin:
   };
   harness('set -eE -o pipefail');
   harness('__docs_block=0');
-  harness(`trap '__docs_status=$?; echo "@@docs-test failed block=$__docs_block line=$LINENO status=$__docs_status@@" >&2' ERR`);
+  harness(
+    `trap '__docs_status=$?; echo "@@docs-test failed block=$__docs_block line=$LINENO status=$__docs_status@@" >&2' ERR`,
+  );
   // Any 4xx or 5xx fails the block (with the problem details printed); a stream that never
   // ends fails after 30 s instead of holding the suite.
   harness('curl() { command curl --fail-with-body --max-time 30 "$@"; }');
   if (document.file !== 'README.md') {
-    harness(`H=(-H "Authorization: Bearer $TOKEN" -H "X-Workspace-ID: $WS" -H 'Content-Type: application/json')`);
+    harness(
+      `H=(-H "Authorization: Bearer $TOKEN" -H "X-Workspace-ID: $WS" -H 'Content-Type: application/json')`,
+    );
   }
   const run = document.blocks.filter((b) => SHELL_LANGUAGES.has(b.language) && b.skip === undefined);
   run.forEach((block, index) => {
@@ -123,7 +134,10 @@ function provisionSourcesRoot(sourcesRoot: string, tenantId: string): void {
     fs.writeFileSync(path.join(tenant, 'shop', file), text);
   }
   fs.mkdirSync(path.join(tenant, 'handbook', 'drafts'), { recursive: true });
-  fs.copyFileSync(path.join(root, 'tests/fixtures/knowledge/guide.md'), path.join(tenant, 'handbook', 'guide.md'));
+  fs.copyFileSync(
+    path.join(root, 'tests/fixtures/knowledge/guide.md'),
+    path.join(tenant, 'handbook', 'guide.md'),
+  );
   fs.writeFileSync(path.join(tenant, 'handbook', 'drafts', 'next.md'), '# Not yet\n');
 }
 
@@ -180,7 +194,10 @@ describe('the commands of README.md and docs/ run as written', () => {
       LOG_LEVEL: 'info',
       SOURCES_ROOT: sourcesRoot,
     };
-    service = spawn(process.execPath, ['--max-semi-space-size=8', 'src/main.ts'], { cwd: root, env: serviceEnv });
+    service = spawn(process.execPath, ['--max-semi-space-size=8', 'src/main.ts'], {
+      cwd: root,
+      env: serviceEnv,
+    });
     service.stdout?.on('data', (chunk) => {
       serviceLog += chunk;
     });
@@ -262,7 +279,9 @@ describe('the commands of README.md and docs/ run as written', () => {
       expect.fail(
         [
           `${document.file}:${line ?? block.line}: the block at line ${block.line} ${
-            result.timedOut ? `did not finish within ${FILE_TIMEOUT_MS / 1000} s` : `exited with status ${status}`
+            result.timedOut
+              ? `did not finish within ${FILE_TIMEOUT_MS / 1000} s`
+              : `exited with status ${status}`
           }`,
           `--- stdout\n${outputOf(result.stdout, index).slice(-3000)}`,
           `--- stderr\n${outputOf(result.stderr, index).replace(FAILED, '').slice(-3000)}`,

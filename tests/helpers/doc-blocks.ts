@@ -42,7 +42,10 @@ const MARKER = /^\s*<!--\s*docs-test:(.*?)-->\s*$/;
 const SKIP = /^\s*skip\s*\((.+)\)\s*$/;
 
 /** Splits Markdown into its fenced blocks, with the skip marker that precedes each one. */
-export function extractBlocks(file: string, markdown: string): { blocks: DocBlock[]; problems: MarkdownProblem[] } {
+export function extractBlocks(
+  file: string,
+  markdown: string,
+): { blocks: DocBlock[]; problems: MarkdownProblem[] } {
   const lines = markdown.split('\n');
   const blocks: DocBlock[] = [];
   const problems: MarkdownProblem[] = [];

@@ -29,7 +29,10 @@ describe('the Vector Search health row', () => {
       },
       localModelsConfigured: false,
     });
-    expect(await component.health()).toMatchObject({ status: 'down', detail: expect.stringContaining('pgvector') });
+    expect(await component.health()).toMatchObject({
+      status: 'down',
+      detail: expect.stringContaining('pgvector'),
+    });
     installed = '0.8.7';
     expect((await component.health()).status).toBe('up');
     await component.health();
