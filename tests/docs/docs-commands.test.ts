@@ -98,7 +98,8 @@ function scriptOf(document: FileBlocks, base: string): { script: string; origin:
   );
   // Any 4xx or 5xx fails the block (with the problem details printed); a stream that never
   // ends fails after 30 s instead of holding the suite.
-  harness('curl() { command curl --fail-with-body --max-time 30 "$@"; }');
+  // `|| return`: the failure is the caller's line, which the ERR trap then reports.
+  harness('curl() { command curl --fail-with-body --max-time 30 "$@" || return; }');
   if (document.file !== 'README.md') {
     harness(
       `H=(-H "Authorization: Bearer $TOKEN" -H "X-Workspace-ID: $WS" -H 'Content-Type: application/json')`,
@@ -255,43 +256,73 @@ describe('the commands of README.md and docs/ run as written', () => {
     await env?.drop();
   });
 
+  /**
+   * Runs one file's shell blocks; undefined when they all succeed, else the report of the first
+   * failure: its file and line, the block's line, its status and what it printed.
+   */
+  async function runDocument(document: FileBlocks): Promise<string | undefined> {
+    const { script, origin, run } = scriptOf(document, base);
+    const result = await runProcess('bash', ['-s'], {
+      cwd: folder,
+      env: readerEnv,
+      input: script,
+      timeoutMs: FILE_TIMEOUT_MS,
+    });
+    if (process.env.DOCS_TEST_TRANSCRIPT) console.info(result.stdout, result.stderr);
+    if (result.code === 0 && result.stdout.includes('@@docs-test done@@')) return undefined;
+
+    // Name the block and, where bash told us (its ERR trap, or its own `bash: line N:` for a
+    // syntax error or a missing command), the Markdown line of the command that failed.
+    const failures = [...result.stderr.matchAll(FAILED)];
+    const reported = [
+      ...failures.map((f) => Number(f[2])),
+      ...[...result.stderr.matchAll(/^bash: line (\d+):/gm)].map((m) => Number(m[1])),
+    ];
+    const line = reported.map((n) => origin[n - 1] ?? 0).find((l) => l > 0);
+    const reached = Math.max([...result.stdout.matchAll(/@@docs-test block (\d+)@@/g)].length - 1, 0);
+    const index = line === undefined ? reached : run.findLastIndex((b) => b.line < line);
+    const block = run[index] as DocBlock;
+    const status = failures.at(-1)?.[3] ?? String(result.code);
+    return [
+      `${document.file}:${line ?? block.line}: the block at line ${block.line} ${
+        result.timedOut ? `did not finish within ${FILE_TIMEOUT_MS / 1000} s` : `exited with status ${status}`
+      }`,
+      `--- stdout\n${outputOf(result.stdout, index).slice(-3000)}`,
+      `--- stderr\n${outputOf(result.stderr, index).replace(FAILED, '').slice(-3000)}`,
+    ].join('\n');
+  }
+
+  it('fails an example answered 4xx, or a failing command, naming its file and line', async () => {
+    const markdown = [
+      '# Broken',
+      '',
+      '```sh',
+      `curl -s "\${H[@]}" localhost:8080/api/agents?limit=1`,
+      '```',
+      '',
+      '```sh',
+      'echo before',
+      `curl -s "\${H[@]}" localhost:8080/api/agents/00000000-0000-4000-8000-000000000000`,
+      'echo never',
+      '```',
+    ].join('\n');
+    const { blocks } = extractBlocks('broken.md', markdown);
+    const report = await runDocument({ file: 'broken.md', blocks });
+    expect(report).toMatch(/^broken\.md:9: the block at line 7 exited with status 22\n/);
+    expect(report).toContain('agent_not_found');
+    expect(report).toContain('before');
+    expect(report).not.toContain('never');
+
+    const failing = extractBlocks('failing.md', '```bash\nX=$(false | cat)\necho "$X"\n```\n').blocks;
+    expect(await runDocument({ file: 'failing.md', blocks: failing })).toMatch(/^failing\.md:2: /);
+  });
+
   for (const document of documents) {
     const runnable = document.blocks.filter((b) => SHELL_LANGUAGES.has(b.language) && b.skip === undefined);
     const name = `${document.file} (${runnable.length} blocks)`;
     it.skipIf(runnable.length === 0)(name, { timeout: FILE_TIMEOUT_MS + 10_000 }, async () => {
-      const { script, origin, run } = scriptOf(document, base);
-      const result = await runProcess('bash', ['-s'], {
-        cwd: folder,
-        env: readerEnv,
-        input: script,
-        timeoutMs: FILE_TIMEOUT_MS,
-      });
-      if (process.env.DOCS_TEST_TRANSCRIPT) console.info(result.stdout, result.stderr);
-      if (result.code === 0 && result.stdout.includes('@@docs-test done@@')) return;
-
-      // Name the block and, where bash told us (its ERR trap, or its own `bash: line N:` for a
-      // syntax error or a missing command), the Markdown line of the command that failed.
-      const failures = [...result.stderr.matchAll(FAILED)];
-      const reported = [
-        ...failures.map((f) => Number(f[2])),
-        ...[...result.stderr.matchAll(/^bash: line (\d+):/gm)].map((m) => Number(m[1])),
-      ];
-      const line = reported.map((n) => origin[n - 1] ?? 0).find((l) => l > 0);
-      const reached = Math.max([...result.stdout.matchAll(/@@docs-test block (\d+)@@/g)].length - 1, 0);
-      const index = line === undefined ? reached : run.findLastIndex((b) => b.line < line);
-      const block = run[index] as DocBlock;
-      const status = failures.at(-1)?.[3] ?? String(result.code);
-      expect.fail(
-        [
-          `${document.file}:${line ?? block.line}: the block at line ${block.line} ${
-            result.timedOut
-              ? `did not finish within ${FILE_TIMEOUT_MS / 1000} s`
-              : `exited with status ${status}`
-          }`,
-          `--- stdout\n${outputOf(result.stdout, index).slice(-3000)}`,
-          `--- stderr\n${outputOf(result.stderr, index).replace(FAILED, '').slice(-3000)}`,
-        ].join('\n'),
-      );
+      const report = await runDocument(document);
+      if (report !== undefined) expect.fail(report);
     });
   }
 });
