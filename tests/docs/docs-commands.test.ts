@@ -185,11 +185,12 @@ describe('the commands of README.md and docs/ run as written', () => {
   let serviceLog = '';
   let base = '';
   let folder = '';
+  let sourcesRoot = '';
   let readerEnv: NodeJS.ProcessEnv = {};
 
   beforeAll(async () => {
     env = await createTestDatabaseEnv();
-    const sourcesRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-platform-docs-sources-'));
+    sourcesRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-platform-docs-sources-'));
     const serviceEnv: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -250,9 +251,11 @@ describe('the commands of README.md and docs/ run as written', () => {
     if (service && service.exitCode === null) {
       const exited = new Promise((resolve) => service?.once('exit', resolve));
       service.kill('SIGTERM');
+      const stuck = setTimeout(() => service?.kill('SIGKILL'), 20_000);
       await exited;
+      clearTimeout(stuck);
     }
-    if (folder) fs.rmSync(folder, { recursive: true, force: true });
+    for (const dir of [folder, sourcesRoot]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
     await env?.drop();
   });
 
