@@ -149,7 +149,7 @@ function provisionSourcesRoot(sourcesRoot: string, tenantId: string): void {
 function runProcess(
   command: string,
   args: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; input?: string; timeoutMs: number },
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
 ): Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean }> {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, detached: true });
@@ -171,7 +171,8 @@ function runProcess(
       clearTimeout(timer);
       resolve({ code, stdout, stderr, timedOut });
     });
-    child.stdin.end(options.input ?? '');
+    // Nothing to read: a command that reads its standard input gets end of file at once.
+    child.stdin.end();
   });
 }
 
@@ -186,6 +187,7 @@ describe('the commands of README.md and docs/ run as written', () => {
   let base = '';
   let folder = '';
   let sourcesRoot = '';
+  const scripts = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-platform-docs-scripts-'));
   let readerEnv: NodeJS.ProcessEnv = {};
 
   beforeAll(async () => {
@@ -255,7 +257,8 @@ describe('the commands of README.md and docs/ run as written', () => {
       await exited;
       clearTimeout(stuck);
     }
-    for (const dir of [folder, sourcesRoot]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    for (const dir of [folder, sourcesRoot, scripts])
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
     await env?.drop();
   });
 
@@ -265,21 +268,25 @@ describe('the commands of README.md and docs/ run as written', () => {
    */
   async function runDocument(document: FileBlocks): Promise<string | undefined> {
     const { script, origin, run } = scriptOf(document, base);
-    const result = await runProcess('bash', ['-s'], {
+    // A file, not bash's standard input, which a command of the examples could otherwise read.
+    const file = path.join(scripts, `${document.file.replaceAll('/', '-')}.sh`);
+    fs.writeFileSync(file, script);
+    const result = await runProcess('bash', [file], {
       cwd: folder,
       env: readerEnv,
-      input: script,
       timeoutMs: FILE_TIMEOUT_MS,
     });
     if (process.env.DOCS_TEST_TRANSCRIPT) console.info(result.stdout, result.stderr);
     if (result.code === 0 && result.stdout.includes('@@docs-test done@@')) return undefined;
 
-    // Name the block and, where bash told us (its ERR trap, or its own `bash: line N:` for a
+    // Name the block and, where bash told us (its ERR trap, or its own `<script>: line N:` for a
     // syntax error or a missing command), the Markdown line of the command that failed.
     const failures = [...result.stderr.matchAll(FAILED)];
     const reported = [
       ...failures.map((f) => Number(f[2])),
-      ...[...result.stderr.matchAll(/^bash: line (\d+):/gm)].map((m) => Number(m[1])),
+      ...[...result.stderr.split('\n')]
+        .filter((text) => text.startsWith(`${file}: line `))
+        .map((text) => Number(/: line (\d+):/.exec(text)?.[1])),
     ];
     const line = reported.map((n) => origin[n - 1] ?? 0).find((l) => l > 0);
     const reached = Math.max([...result.stdout.matchAll(/@@docs-test block (\d+)@@/g)].length - 1, 0);
@@ -318,6 +325,8 @@ describe('the commands of README.md and docs/ run as written', () => {
 
     const failing = extractBlocks('failing.md', '```bash\nX=$(false | cat)\necho "$X"\n```\n').blocks;
     expect(await runDocument({ file: 'failing.md', blocks: failing })).toMatch(/^failing\.md:2: /);
+    const syntax = extractBlocks('syntax.md', '```sh\necho ok\nfi\n```\n').blocks;
+    expect(await runDocument({ file: 'syntax.md', blocks: syntax })).toMatch(/^syntax\.md:3: /);
   });
 
   for (const document of documents) {
