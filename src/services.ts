@@ -200,8 +200,8 @@ export async function createServices(config: Config, database: Database, options
   const analytics = createAnalyticsModule({ db, consumes, log });
   const system = createSystemModule({
     database,
-    // Redis fills the spec's row of that name; the model providers' row is per viewer.
-    health: redis ? [redis] : [],
+    // Redis and the search index fill the spec's rows of their names; the model providers' row is per viewer.
+    health: [...(redis ? [redis] : []), ...retrieval.health],
     providers: gateway,
     analytics: analytics.service,
     config,

@@ -1,16 +1,18 @@
 /**
- * `npm run mine -- <file.dat> --min-support <count|fraction> [--max-length N] [--closed|--maximal]
+ * `npm run mine -- <file.dat[.gz]> --min-support <count|fraction> [--max-length N] [--closed|--maximal]
  * [--top-k K] [--out file]`: mines a FIMI file and prints the number of itemsets, the time and the peak
- * memory; with --out, writes one itemset per line as `items (support)`.
+ * memory; with --out, writes one itemset per line as `items (support)`. A gzipped file (the committed
+ * fixtures under tests/fixtures/fim) is recognised by its magic bytes and read as it is.
  */
 
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { gunzipSync } from 'node:zlib';
 import { parseFimi } from '../lib/mining/fimi.ts';
 import { type MiningOptions, mineTransactionTable } from '../lib/mining/fp-growth.ts';
 
 const USAGE =
-  'usage: npm run mine -- <file.dat> --min-support <count|fraction> [--max-length N] [--closed|--maximal] [--top-k K] [--out file]';
+  'usage: npm run mine -- <file.dat[.gz]> --min-support <count|fraction> [--max-length N] [--closed|--maximal] [--top-k K] [--out file]';
 
 class UsageError extends Error {}
 
@@ -81,10 +83,16 @@ function createLineWriter(path: string): { line: (text: string) => void; close: 
   };
 }
 
+/** The file's FIMI bytes, gunzipped when the file is gzip (RFC 1952 magic bytes 1f 8b). */
+function readFimiFile(file: string): Buffer {
+  const bytes = readFileSync(file);
+  return bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes;
+}
+
 function main(): void {
   const { file, out, options } = parseCommandLine(process.argv.slice(2));
   const started = performance.now();
-  const table = parseFimi(readFileSync(file));
+  const table = parseFimi(readFimiFile(file));
   const parsed = performance.now();
   const writer = out === undefined ? undefined : createLineWriter(out);
   const summary = mineTransactionTable(
@@ -119,7 +127,8 @@ try {
     process.exit(2);
   }
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT' || code === 'EISDIR' || error instanceof SyntaxError || error instanceof RangeError) {
+  const unreadable = code === 'ENOENT' || code === 'EISDIR' || code?.startsWith('Z_'); // Z_*: a damaged .gz
+  if (unreadable || error instanceof SyntaxError || error instanceof RangeError) {
     console.error(`mine: ${(error as Error).message}`);
     process.exit(2);
   }

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorCodes } from 'fastify';
 import { parse as secureJsonParse } from 'secure-json-parse';
 import { AppError, type FieldError } from '../errors.ts';
+import { emptyJsonBodyAllowed } from './optional-body.ts';
 
 /**
  * Deepest JSON nesting a request body may have. No schema of the API nests half as deep;
@@ -101,9 +102,13 @@ const tooDeep = () =>
  */
 export function registerInputGuard(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
-    if (text.length === 0) return done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(), undefined);
+    if (text.length === 0) {
+      // A client that sends `Content-Type: application/json` on every request, body or not.
+      if (emptyJsonBodyAllowed(request)) return done(null, undefined);
+      return done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY(), undefined);
+    }
     if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) return done(tooDeep(), undefined);
     try {
       done(null, secureJsonParse(text, { protoAction: 'error', constructorAction: 'error' }));

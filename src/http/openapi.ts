@@ -1,9 +1,6 @@
 import type { SwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import { bodyMayBeOmitted } from './optional-body.ts';
-
-/** Marks, on an operation, a body that may be left out (`bodyMayBeOmitted`); see swaggerOptions. */
-const BODY_OPTIONAL = 'x-body-optional';
+import { BODY_OPTIONAL, bodyMayBeOmitted } from './optional-body.ts';
 
 const problemResponse = (description: string) => ({
   description,

@@ -297,8 +297,10 @@ describe('GET /api/analytics/agents', () => {
       latency_p50_ms: 450,
       // 6 + 12 minutes, and the running step's 10 minutes up to `to`
       busy_ms: 28 * 60_000,
-      utilisation: (28 * 60_000) / 86_400_000,
+      // 28 minutes of a day, to four decimals
+      utilisation: 0.0194,
     });
+    for (const item of body.items) expect(item.utilisation).toBe(Number(item.utilisation.toFixed(4)));
     expect(byName.Yolanda).toMatchObject({ runs: 2, success_rate: 0.5, steps: 2, busy_ms: 9 * 60_000 });
     expect(byName.Zed).toMatchObject({
       runs: 0,

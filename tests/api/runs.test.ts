@@ -44,7 +44,7 @@ async function twoAgentWorkflow(actor: Actor, overrides: Record<string, unknown>
 }
 
 describe('running a workflow', () => {
-  it('runs a workflow whose goal needs no inputs when the request has no body at all', async () => {
+  it('runs a workflow whose goal needs no inputs when the request has no body, or an empty one sent as JSON', async () => {
     const { workflow } = await twoAgentWorkflow(alice, { goal: 'Summarise the week' });
     const bare = await t.app.inject({
       method: 'POST',
@@ -53,14 +53,23 @@ describe('running a workflow', () => {
     });
     expect(bare.statusCode, bare.body).toBe(202);
     expect((await settled(alice, bare.json().id)).status).toBe('Completed');
-    // An empty body that says it is JSON is still refused, naming the body.
+    // A client that sends `Content-Type: application/json` on every request (the README's
+    // header array) and no body: the body is optional, so this is no body too.
     const empty = await t.app.inject({
       method: 'POST',
       url: `/api/workflows/${workflow.id}/run`,
       headers: { ...alice.headers, 'content-type': 'application/json' },
     });
-    expect(empty.statusCode).toBe(400);
-    expect(empty.json().errors[0]).toMatchObject({ field: 'body' });
+    expect(empty.statusCode, empty.body).toBe(202);
+    expect(empty.json().id).not.toBe(bare.json().id);
+    // Where a body is required, an empty one is still refused, naming the body.
+    const agent = await t.app.inject({
+      method: 'POST',
+      url: '/api/agents',
+      headers: { ...alice.headers, 'content-type': 'application/json' },
+    });
+    expect(agent.statusCode).toBe(400);
+    expect(agent.json().errors[0]).toMatchObject({ field: 'body', message: 'must not be empty' });
   });
 
   it('answers 202 with the queued run and a Location, then completes with the local provider', async () => {
@@ -206,6 +215,14 @@ describe('run control', () => {
       const response = await t.call(alice, 'POST', `/api/runs/${started.json().id}/${action}`);
       expect(response.statusCode).toBe(409);
       expect(response.json().code).toBe('run_state_conflict');
+      // These routes take no body: an empty one sent as JSON reaches the same answer.
+      const asJson = await t.app.inject({
+        method: 'POST',
+        url: `/api/runs/${started.json().id}/${action}`,
+        headers: { ...alice.headers, 'content-type': 'application/json' },
+      });
+      expect(asJson.statusCode, asJson.body).toBe(409);
+      expect(asJson.json().code).toBe('run_state_conflict');
     }
   });
 });

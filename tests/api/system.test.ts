@@ -29,9 +29,15 @@ describe('health', () => {
       ['Database', 'up'],
       // Redis is a row of its own once REDIS_URL is set (CI's second pass): its PING answers.
       ['Redis', redisUrl ? 'up' : 'not_configured'],
-      ['Vector Search', 'not_configured'],
+      // Keyword search works with nothing configured; vector search needs an embedding model.
+      ['Vector Search', 'up'],
       ['LLM Providers', 'not_configured'],
     ]);
+    const search = report.components.find((c: { name: string }) => c.name === 'Vector Search');
+    expect(search.detail).toMatch(
+      /^keyword search \(BM25\) on every source; vector and hybrid search \(pgvector \d+\.\d+/,
+    );
+    expect(search.detail).toContain('EMBEDDING_MODELS_DIR is not set');
     expect(report.uptime_seconds).toBeGreaterThanOrEqual(0);
   });
 

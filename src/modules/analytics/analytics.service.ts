@@ -429,7 +429,8 @@ export function createAnalyticsService(deps: AnalyticsDependencies) {
           latency_p50_ms: round(exact ? (a.latency_p50_ms ?? null) : quantile(a.latency, 0.5)),
           latency_p95_ms: round(exact ? (a.latency_p95_ms ?? null) : quantile(a.latency, 0.95)),
           busy_ms: Math.round(a.busy_ms),
-          utilisation: Math.min(1, a.busy_ms / span),
+          // Four decimals (0.01 % of the window): a few milliseconds of a day print as 0, not 3.3e-7.
+          utilisation: Math.round(Math.min(1, a.busy_ms / span) * 10_000) / 10_000,
         };
       });
       items.sort((a, b) => b.cost - a.cost || compare(a.name, b.name) || compare(a.agent_id, b.agent_id));

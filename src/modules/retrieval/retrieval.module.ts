@@ -67,6 +67,8 @@ export function createRetrievalModule(deps: RetrievalModuleDependencies) {
       },
     },
     components: [service.statsComponent],
+    /** The health report's `Vector Search` row: what search can do here. */
+    health: [service.healthComponent],
     routes: (app) => retrievalRoutes(app, { retrieval: service }),
   } satisfies Module;
 }

@@ -151,6 +151,14 @@ const partitionVersion = (row: { writes: number; chunks: number; terms: number }
  */
 export function createRetrievalRepository(db: Db) {
   return {
+    /** The installed pgvector's version (the extension vector search runs on), or null without it. */
+    async vectorExtensionVersion(): Promise<string | null> {
+      const rows = rowsOf<{ version: string }>(
+        await db.execute(sql`select extversion as version from pg_extension where extname = 'vector'`),
+      );
+      return rows[0]?.version ?? null;
+    },
+
     /**
      * Takes a statistics slot for this transaction: the first of `STAT_SLOTS` advisory locks
      * of the workspace that is free or already ours (locks are re-entrant), else waits for one.

@@ -36,6 +36,7 @@ import {
   type SearchMode,
   type SearchScope,
 } from './retrieval.repository.ts';
+import { createSearchHealth } from './search-health.ts';
 import { createSearchStats, type HitRate } from './search-stats.ts';
 
 export type { EmbeddingSettings } from './embeddings.ts';
@@ -602,6 +603,12 @@ export function createRetrievalService(deps: RetrievalDependencies) {
   return {
     /** Records hit-rate counts; `services.ts` starts and stops it with the process. */
     statsComponent: stats.component,
+
+    /** The `Vector Search` row of the health report: what search can do here. */
+    healthComponent: createSearchHealth({
+      vectorExtensionVersion: () => reader.vectorExtensionVersion(),
+      localModelsConfigured: deps.localModels?.configured ?? false,
+    }),
 
     /**
      * Embeds a document's chunks (heading path and text) OUTSIDE any transaction: it calls the
