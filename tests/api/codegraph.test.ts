@@ -123,9 +123,13 @@ describe("this repository's own src/", () => {
     expect(hit?.doc).toEqual(expect.any(String));
     const source = fs.readFileSync(path.join(REPOSITORY, 'src', hit?.file), 'utf8').split('\n');
     expect(source[hit?.start_line - 1]).toContain('export function createRunEngine(');
-    // services.ts wires the engine: the one production caller.
+    // The run engine module's entrypoint builds the engine: the one production caller.
     expect(hit?.callers).toContainEqual(
-      expect.objectContaining({ qualified_name: 'createServices', kind: 'function', file: 'services.ts' }),
+      expect.objectContaining({
+        qualified_name: 'createRunEngineModule',
+        kind: 'function',
+        file: 'modules/runs/run-engine.module.ts',
+      }),
     );
     expect(hit?.callees).toContainEqual(
       expect.objectContaining({
@@ -154,9 +158,11 @@ describe("this repository's own src/", () => {
   it('ranks exact, then prefix, then fuzzy, then text matches', async () => {
     const prefix = await search(owner, 'platform', 'createRun', { limit: '20' });
     // Names starting so come before members whose qualified name does (createRunLog.event).
-    expect(prefix.results.slice(0, 6).map((hit) => hit.name)).toEqual(
+    expect(prefix.results.slice(0, 8).map((hit) => hit.name)).toEqual(
       expect.arrayContaining([
         'createRunEngine',
+        'createRunEngineModule',
+        'createRunsModule',
         'createRunLog',
         'createRunWriter',
         'createRunsService',
@@ -512,7 +518,7 @@ describe('the code_search tool', () => {
       }),
     ]);
     expect(found.results[0].callers).toContainEqual(
-      expect.stringMatching(/^createServices at services\.ts:\d+$/),
+      expect.stringMatching(/^createRunEngineModule at modules\/runs\/run-engine\.module\.ts:\d+$/),
     );
     expect(found.results[0].callees).toContainEqual(expect.stringMatching(/^createRunsRepository at /));
   });
