@@ -182,6 +182,8 @@ export function createChatService(deps: ChatDependencies) {
           provider: finish.provider,
           model: finish.model,
           fallbacks: finish.fallbacks,
+          // Never silent: the built-in provider answered because every model before it failed.
+          ...(finish.degraded ? { degraded: finish.degraded } : {}),
         });
       } catch (error) {
         if (!settled) {

@@ -479,8 +479,9 @@ describe('fallback', () => {
       fallbacks: [
         {
           provider: 'a',
-          error:
-            'refused: 127.0.0.1 is in the private range 127.0.0.0/8 and this workspace refuses private networks',
+          error: expect.stringMatching(
+            /^refused: 127\.0\.0\.1 is in the private range 127\.0\.0\.0\/8 and this workspace refuses private networks \(.*OUTBOUND_ALLOW_PRIVATE_NETWORKS/,
+          ),
         },
       ],
     });

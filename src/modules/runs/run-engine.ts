@@ -409,6 +409,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
           cost: answer.cost,
           price: answer.price,
           fallbacks: answer.fallbacks,
+          degraded: answer.degraded,
           latencyMs: Math.round(performance.now() - began),
         },
         { startWritten, ...(end ? { end } : {}), ...(kind === 'agent' ? { agentName: label } : {}) },

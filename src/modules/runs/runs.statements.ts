@@ -86,6 +86,8 @@ export interface StepAnswer {
   cost: number;
   price: NewRunStep['price'];
   fallbacks: { provider: string; model: string; error: string }[];
+  /** Not a model's answer: the built-in `local` provider answered after every model failed (why). */
+  degraded?: string | undefined;
   latencyMs: number;
 }
 
@@ -276,6 +278,7 @@ export function createRunStatements(deps: RunStatementsDependencies) {
         cost: answer.cost,
         price: answer.price,
         latency_ms: answer.latencyMs,
+        degraded: answer.degraded ?? null,
         finished_at: new Date(),
       };
       const progressed = await deps.write(run.id, {
@@ -319,6 +322,7 @@ export function createRunStatements(deps: RunStatementsDependencies) {
               usage: answer.usage,
               cost: answer.cost,
               fallbacks: answer.fallbacks,
+              degraded: answer.degraded ?? null,
             },
           },
           ...(end ? [endEvent(end)] : []),
