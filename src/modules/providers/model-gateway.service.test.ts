@@ -480,7 +480,7 @@ describe('fallback', () => {
         {
           provider: 'a',
           error: expect.stringMatching(
-            /^refused: 127\.0\.0\.1 is in the private range 127\.0\.0\.0\/8 and this workspace refuses private networks \(.*OUTBOUND_ALLOW_PRIVATE_NETWORKS/,
+            /^refused: 127\.0\.0\.1 is in the private range 127\.0\.0\.0\/8 and this platform refuses private networks \(the operator allows private networks with OUTBOUND_ALLOW_PRIVATE_NETWORKS=true, or this address alone with OUTBOUND_ALLOWED_CIDRS/,
           ),
         },
       ],
