@@ -136,3 +136,28 @@ describe('a provider answering 401', () => {
     expect(JSON.stringify(refused.problem)).not.toContain(API_KEY);
   });
 });
+
+describe('one base URL per key', () => {
+  it('tests an OpenAI key against the base URL of the provider that uses it', async () => {
+    const actor = await t.newWorkspace('key-tested-where-used');
+    // The credential's own base_url (OpenAI's API by default) plays no part once a provider uses it.
+    const credential = await buildCredential(t, actor, {
+      credential_type: 'openai_credentials',
+      data: { api_key: API_KEY, base_url: 'https://api.openai.invalid/v1' },
+    });
+    const configured = await t.call(actor, 'PUT', '/api/settings/providers', {
+      providers: [
+        { id: 'loop', kind: 'openai_compatible', base_url: `${llm.url}/`, credential_id: credential.id },
+      ],
+      default_model: { provider: 'loop', name: 'model-a' },
+    });
+    expect(configured.statusCode, configured.body).toBe(200);
+
+    const tested = await t.call(actor, 'POST', `/api/credentials/${credential.id}/test`);
+    expect(tested.statusCode, tested.body).toBe(200);
+    expect(tested.json()).toMatchObject({ status: 'passed' });
+    const probe = llm.requests.find((request) => request.path === '/v1/models');
+    expect(probe?.method).toBe('GET');
+    expect(probe?.headers.authorization).toBe(`Bearer ${API_KEY}`);
+  });
+});
