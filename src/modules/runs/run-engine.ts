@@ -87,6 +87,13 @@ interface StepResult {
  * claimed with a lease (so of two workers handed the same run, one executes it), each
  * finished step is committed with the run's progress, and a run whose worker died is
  * claimed again and continues after its last completed step.
+ *
+ * This file is the orchestration only: when a run is claimed, renewed, paused, cancelled,
+ * timed out, retried or handed back, and the order of its steps (sequential with a carry, or
+ * parallel then a merge). What each of those changes writes is `runs.statements.ts`; what a
+ * step asks is `run-prompts.ts`; how an agent answers is the agent turn shared with chat
+ * (`agents/agent-turn.service.ts`). A new way to order steps (a workflow graph) replaces
+ * `executeSteps` and reuses `executeStep`, the statements and the turn as they are.
  */
 export function createRunEngine(deps: RunEngineDependencies) {
   const leaseMs = deps.leaseMs ?? 15_000;
