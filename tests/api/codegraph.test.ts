@@ -133,8 +133,8 @@ describe("this repository's own src/", () => {
     );
     expect(hit?.callees).toContainEqual(
       expect.objectContaining({
-        qualified_name: 'createRunsRepository',
-        file: 'modules/runs/runs.repository.ts',
+        qualified_name: 'createRunStatements',
+        file: 'modules/runs/runs.statements.ts',
       }),
     );
   });
@@ -158,11 +158,12 @@ describe("this repository's own src/", () => {
   it('ranks exact, then prefix, then fuzzy, then text matches', async () => {
     const prefix = await search(owner, 'platform', 'createRun', { limit: '20' });
     // Names starting so come before members whose qualified name does (createRunLog.event).
-    expect(prefix.results.slice(0, 8).map((hit) => hit.name)).toEqual(
+    expect(prefix.results.slice(0, 9).map((hit) => hit.name)).toEqual(
       expect.arrayContaining([
         'createRunEngine',
         'createRunEngineModule',
         'createRunsModule',
+        'createRunStatements',
         'createRunLog',
         'createRunWriter',
         'createRunsService',

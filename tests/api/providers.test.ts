@@ -210,8 +210,11 @@ describe('provider settings', () => {
     expect(refused.json().errors).toEqual([
       {
         field: 'body.providers.0.base_url',
+        // The refusal names the settings that would allow the address (docs/outbound.md).
         message:
-          'refused: 10.1.2.3 is in the private range 10.0.0.0/8 and this workspace refuses private networks',
+          'refused: 10.1.2.3 is in the private range 10.0.0.0/8 and this platform refuses private networks' +
+          ' (the operator allows private networks with OUTBOUND_ALLOW_PRIVATE_NETWORKS=true, or this address' +
+          ' alone with OUTBOUND_ALLOWED_CIDRS; see docs/outbound.md)',
       },
     ]);
     // The platform refuses private networks (its default): the workspace cannot opt out.

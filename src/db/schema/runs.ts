@@ -183,6 +183,11 @@ export const runSteps = pgTable(
     price: jsonb('price').$type<AppliedPrice>(),
     latency_ms: integer('latency_ms'),
     error: text('error'),
+    /**
+     * Set when the step's answer is not a model's: the built-in `local` provider answered
+     * because every model before it failed; the cause (each model and its error).
+     */
+    degraded: text('degraded'),
     started_at: timestamp('started_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     finished_at: timestamp('finished_at', { withTimezone: true, mode: 'date' }),
   },

@@ -26,6 +26,12 @@ export interface AddressPolicy {
    * metadata ranges, which no policy admits.
    */
   allowed?: readonly CidrRange[];
+  /**
+   * Who refuses private networks, so a refusal can name the setting that would allow it: the
+   * platform (`OUTBOUND_ALLOW_PRIVATE_NETWORKS` is off) or the workspace (its own
+   * `refuse_private_networks`). Unknown when absent.
+   */
+  refusedBy?: 'platform' | 'workspace';
 }
 
 /**
@@ -242,20 +248,42 @@ export function workspaceAddressPolicy(
   platform: PlatformAddressPolicy,
   workspaceRefusesPrivateNetworks: boolean,
 ): AddressPolicy {
+  const refusedBy = !platform.allowPrivateNetworks
+    ? 'platform'
+    : workspaceRefusesPrivateNetworks
+      ? 'workspace'
+      : undefined;
   return {
-    refusePrivateNetworks: !platform.allowPrivateNetworks || workspaceRefusesPrivateNetworks,
+    refusePrivateNetworks: refusedBy !== undefined,
     allowed: platform.allowed,
+    ...(refusedBy ? { refusedBy } : {}),
   };
 }
 
-function refusal(host: string, verdict: Refusal): string {
+/**
+ * What would allow a refused range, for the refusal's message: a workspace's own refusal is its
+ * setting; the platform's, the operator's two variables (docs/outbound.md).
+ */
+function allowedBy(kind: Refusal['kind'], refusedBy: AddressPolicy['refusedBy']): string {
+  if (kind === 'reserved')
+    return ' (only the operator can admit it, with OUTBOUND_ALLOWED_CIDRS; see docs/outbound.md)';
+  if (refusedBy === 'workspace')
+    return " (a workspace admin allows private networks by turning the workspace's refuse_private_networks off: PUT /api/credentials/settings; see docs/outbound.md)";
+  if (refusedBy === 'platform')
+    return ' (the operator allows private networks with OUTBOUND_ALLOW_PRIVATE_NETWORKS=true, or this address alone with OUTBOUND_ALLOWED_CIDRS; see docs/outbound.md)';
+  return " (allowed by the operator's OUTBOUND_ALLOW_PRIVATE_NETWORKS=true with the workspace's refuse_private_networks off, or by OUTBOUND_ALLOWED_CIDRS; see docs/outbound.md)";
+}
+
+function refusal(host: string, verdict: Refusal, policy: AddressPolicy): string {
   const subject =
     host === verdict.address ? `${host} is` : `${host} resolves to ${verdict.address}, which is`;
   const carried = verdict.embedded ? `${subject} an IPv6 form of ${verdict.embedded}, which is` : subject;
   if (verdict.kind === 'metadata') return `refused: ${carried} a link-local / cloud metadata address`;
   if (verdict.kind === 'invalid') return `refused: ${subject} not an IP address that can be checked`;
-  if (verdict.kind === 'reserved') return `refused: ${carried} in the reserved range ${verdict.cidr}`;
-  return `refused: ${carried} in the private range ${verdict.cidr} and this workspace refuses private networks`;
+  const hint = allowedBy(verdict.kind, policy.refusedBy);
+  if (verdict.kind === 'reserved') return `refused: ${carried} in the reserved range ${verdict.cidr}${hint}`;
+  const who = policy.refusedBy === 'platform' ? 'this platform' : 'this workspace';
+  return `refused: ${carried} in the private range ${verdict.cidr} and ${who} refuses private networks${hint}`;
 }
 
 const UNRESOLVED_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NODATA', 'EAI_NONAME', 'EAI_FAIL']);
@@ -280,7 +308,7 @@ export async function vetHost(host: string, policy: AddressPolicy): Promise<Vett
   }
   for (const { address } of addresses) {
     const verdict = checkAddress(address, policy);
-    if (!verdict.allowed) return { ok: false, message: refusal(bare, verdict) };
+    if (!verdict.allowed) return { ok: false, message: refusal(bare, verdict, policy) };
   }
   const first = addresses[0];
   if (!first) return { ok: false, message: `host name ${bare} could not be resolved` };

@@ -79,6 +79,6 @@ export const ConversationDetail = Type.Object({
 /** The documented shape of the answer stream (written by `http/sse.ts`, not serialised by this schema). */
 export const ChatStreamResponse = {
   description:
-    'Server-Sent Events, ids counting from 1: `start` {conversation_id, message_id}, `delta` {text}, `tool_call` {id, name, input}, `tool_result` {id, name, output, error?}, `citation` {index, document_id, title, source, heading_path, score, passage} (a knowledge passage the answer quotes as `[index]`), then `done` {message_id, usage: {input_tokens, output_tokens}, cost, price (the per-million prices the cost was computed with, or null), latency_ms, provider, model, fallbacks} or `error` {code, message}; a `: heartbeat` comment every 15 s.',
+    'Server-Sent Events, ids counting from 1: `start` {conversation_id, message_id}, `delta` {text}, `tool_call` {id, name, input}, `tool_result` {id, name, output, error?}, `citation` {index, document_id, title, source, heading_path, score, passage} (a knowledge passage the answer quotes as `[index]`), then `done` {message_id, usage: {input_tokens, output_tokens}, cost, price (the per-million prices the cost was computed with, or null), latency_ms, provider, model, fallbacks, degraded? (set when the built-in local provider answered because every model before it failed: which and why)} or `error` {code, message}; a `: heartbeat` comment every 15 s.',
   content: { 'text/event-stream': { schema: Type.String() } },
 };

@@ -2,16 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../caller.ts';
 import type { Db } from '../../db/transaction.ts';
 import { AppError, infrastructureFailure, invalid, notFound } from '../../errors.ts';
+import { startAgentTurn } from '../agents/agent-turn.service.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
 import type { PoliciesService } from '../policies/policies.service.ts';
-import type { ModelEvent, ModelTurns } from '../providers/providers.service.ts';
-import {
-  type Citation,
-  createChatRepository,
-  type MessageOutcome,
-  type MessageRow,
-  type ToolCallRecord,
-} from './chat.repository.ts';
+import type { ModelTurns } from '../providers/providers.service.ts';
+import { createChatRepository, type MessageOutcome, type MessageRow } from './chat.repository.ts';
 import { DEFAULT_HISTORY_TOKEN_BUDGET, selectMemory } from './chat-memory.ts';
 
 /** Characters of the first message a new conversation's title keeps. */
@@ -87,33 +82,22 @@ export function createChatService(deps: ChatDependencies) {
       // Named before it is stored: a policy's experiment assigns by conversation.
       const conversationId = existing?.id ?? randomUUID();
       // An agent with a policy speaks its assembled context (the conversation is the unit).
-      const policy =
-        agent?.policy && deps.policies
-          ? await deps.policies.assembleForAgent({
-              workspaceId: caller.workspaceId,
-              userId: caller.userId,
-              policy: agent.policy,
-              agentId: agent.id,
-              conversationId,
-              variables: {},
-              context: {},
-            })
-          : undefined;
-      const system = policy ? policy.system : agent?.system_prompt;
-      const tools = policy?.tools ?? agent?.tools ?? [];
-      const turn = deps.gateway
-        .stream({
+      const agentTurn = await startAgentTurn(
+        { models: deps.gateway, policies: deps.policies },
+        {
           workspaceId: caller.workspaceId,
           userId: caller.userId,
-          usedBy: { conversationId, ...(agent ? { agentId: agent.id } : {}) },
-          model: policy?.model ?? agent?.model ?? null,
-          ...(system ? { system } : {}),
-          messages: [...(policy?.messages ?? []), ...memory, { role: 'user', content: input.message }],
-          ...(agent && tools.length > 0 ? { tools } : {}),
+          ...(agent ? { agent } : {}),
+          usedBy: { conversationId },
+          ...(agent?.system_prompt ? { system: agent.system_prompt } : {}),
+          history: memory,
+          prompt: input.message,
+          facts: { conversationId, variables: {}, context: {} },
           answerFromKnowledge: true,
           signal,
-        })
-        [Symbol.asyncIterator]();
+        },
+      );
+      const turn = agentTurn.events;
       // The first output decides: a failure before it is the request's error, with nothing stored.
       let next = await turn.next();
 
@@ -143,9 +127,8 @@ export function createChatService(deps: ChatDependencies) {
         data,
         id: ++sequence,
       });
-      let text = '';
-      const toolCalls: ToolCallRecord[] = [];
-      const citations: Citation[] = [];
+      // The turn collects the answer's text, tool calls and citations as its events pass.
+      const { toolCalls, citations } = agentTurn;
       let settled = false;
       const settle = async (outcome: MessageOutcome) => {
         settled = true;
@@ -154,24 +137,16 @@ export function createChatService(deps: ChatDependencies) {
 
       try {
         yield event('start', { conversation_id: conversation.id, message_id: answer.id });
-        let finish: Extract<ModelEvent, { type: 'finish' }> | undefined;
         while (!next.done) {
           const item = next.value;
           switch (item.type) {
             case 'delta':
-              text += item.text;
               yield event('delta', { text: item.text });
               break;
             case 'tool_call':
-              toolCalls.push({ id: item.id, name: item.name, input: item.input, output: null });
               yield event('tool_call', { id: item.id, name: item.name, input: item.input });
               break;
-            case 'tool_result': {
-              const call = toolCalls.find((candidate) => candidate.id === item.id);
-              if (call) {
-                call.output = item.output;
-                if (item.error !== undefined) call.error = item.error;
-              }
+            case 'tool_result':
               yield event('tool_result', {
                 id: item.id,
                 name: item.name,
@@ -179,17 +154,13 @@ export function createChatService(deps: ChatDependencies) {
                 ...(item.error === undefined ? {} : { error: item.error }),
               });
               break;
-            }
             case 'citation':
-              citations.push(item.citation);
               yield event('citation', item.citation);
-              break;
-            case 'finish':
-              finish = item;
               break;
           }
           next = await turn.next();
         }
+        const { finish } = agentTurn;
         if (!finish) throw new Error('the model stream ended without a finish event');
         await settle({
           content: finish.text,
@@ -212,6 +183,8 @@ export function createChatService(deps: ChatDependencies) {
           provider: finish.provider,
           model: finish.model,
           fallbacks: finish.fallbacks,
+          // Never silent: the built-in provider answered because every model before it failed.
+          ...(finish.degraded ? { degraded: finish.degraded } : {}),
         });
       } catch (error) {
         if (!settled) {
@@ -221,14 +194,14 @@ export function createChatService(deps: ChatDependencies) {
             : known instanceof AppError
               ? `${known.code}: ${known.message}`
               : 'internal_error: the answer failed';
-          await settle({ content: text, tool_calls: toolCalls, citations, error: reason });
+          await settle({ content: agentTurn.text, tool_calls: toolCalls, citations, error: reason });
         }
         throw error;
       } finally {
         // Reached without an outcome when the stream's reader stopped early (the client left).
         if (!settled)
           await settle({
-            content: text,
+            content: agentTurn.text,
             tool_calls: toolCalls,
             citations,
             error: abortReason(signal),

@@ -278,6 +278,27 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     return type;
   }
 
+  /**
+   * One base URL per key: an `openai_credentials` key that a model provider of the workspace
+   * uses (its `credential_id`) is tested against that provider's `base_url` (the first such
+   * `openai_compatible` provider in the settings' order), where the key is actually sent, not
+   * against the credential's own optional `base_url`, which then plays no part. A key no
+   * provider uses is tested against its own `base_url` (default: OpenAI's API). docs/providers.md.
+   */
+  async function withProviderBaseUrl(
+    workspaceId: string,
+    credentialId: number,
+    typeName: string,
+    data: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    if (typeName !== 'openai_credentials') return data;
+    const { providers } = await deps.settings.get(workspaceId, 'providers');
+    const provider = providers.find(
+      (candidate) => candidate.kind === 'openai_compatible' && candidate.credential_id === credentialId,
+    );
+    return provider ? { ...data, base_url: provider.base_url.replace(/\/+$/, '') } : data;
+  }
+
   /** The vault's switches for a workspace (namespace `credentials` of the settings module). */
   const settingsOf = (workspaceId: string) => deps.settings.get(workspaceId, 'credentials');
   const outbound = deps.outbound ?? STRICTEST;
@@ -771,7 +792,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       const endpoint = type.test_endpoint;
       const result = await deps.testConnection({
         kind: endpoint?.kind ?? 'none',
-        data,
+        data: await withProviderBaseUrl(caller.workspaceId, id, type.name, data),
         secretFields: secretFieldNames(type.schema_definition),
         endpoint:
           endpoint?.kind === 'http' && endpoint.url

@@ -384,9 +384,21 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     let onlyTimeouts = true;
     for (const ref of modelChain(settings, request.model)) {
       if (ref.provider === LOCAL_PROVIDER.provider) {
-        for await (const event of streamLocalTurn(request, request.knowledge)) {
+        // Never silent: the built-in provider reached after failed models says why, in its
+        // text and in the finish's `degraded`, which a run step and a chat answer carry.
+        const degraded =
+          fallbacks.length > 0 ? `every model before local/echo failed: ${attemptsOf(fallbacks)}` : undefined;
+        const notice = degraded
+          ? `[local provider] No model answered (${attemptsOf(fallbacks)}), so the built-in local provider answers instead.`
+          : '[local provider] This workspace names the built-in local provider as its model, so no model was called.';
+        for await (const event of streamLocalTurn(request, request.knowledge, notice)) {
           yield event.type === 'finish'
-            ? { ...event, fallbacks, latency_ms: Math.round(now() - started) }
+            ? {
+                ...event,
+                fallbacks,
+                latency_ms: Math.round(now() - started),
+                ...(degraded ? { degraded } : {}),
+              }
             : event;
         }
         return;
@@ -425,9 +437,12 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       field: `${f.provider}/${f.model}`,
       message: f.error,
     }));
+    // The message carries each attempt's own error (its HTTP status and the provider's message),
+    // so a run's step and `run.failed` keep them, not only a count.
+    const tried = `(${fallbacks.length} tried): ${attemptsOf(fallbacks)}`;
     throw onlyTimeouts
-      ? new AppError(504, 'provider_timeout', `every model timed out (${fallbacks.length} tried)`, errors)
-      : new AppError(502, 'provider_error', `every model failed (${fallbacks.length} tried)`, errors);
+      ? new AppError(504, 'provider_timeout', `every model timed out ${tried}`, errors)
+      : new AppError(502, 'provider_error', `every model failed ${tried}`, errors);
   }
 
   /**
@@ -716,6 +731,10 @@ function throwIfInfrastructure(error: unknown): void {
   const infrastructure = infrastructureFailure(error);
   if (infrastructure) throw infrastructure;
 }
+
+/** The failed attempts of a turn on one line: `provider/model: error; ...`. */
+const attemptsOf = (fallbacks: Fallback[]) =>
+  fallbacks.map((attempt) => `${attempt.provider}/${attempt.model}: ${attempt.error}`).join('; ');
 
 const truncate = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);
 

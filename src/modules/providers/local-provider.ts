@@ -25,6 +25,8 @@ const QUERY_CHARS = 2_000;
 export async function* streamLocalTurn(
   request: ModelCall,
   knowledge?: LocalKnowledge,
+  /** Why the local provider answers, when a model is configured (its first line); else it says none is. */
+  reason?: string,
 ): AsyncGenerator<ModelEvent> {
   const started = performance.now();
   request.signal.throwIfAborted();
@@ -32,7 +34,9 @@ export async function* streamLocalTurn(
   const wanted = request.model
     ? ` (this agent asks for ${request.model.provider}/${request.model.name})`
     : '';
-  const notice = `[local provider] No model provider is configured for this workspace${wanted}, so no model was called.`;
+  const notice =
+    reason ??
+    `[local provider] No model provider is configured for this workspace${wanted}, so no model was called.`;
 
   const citations =
     request.answerFromKnowledge && knowledge && last.trim() !== ''

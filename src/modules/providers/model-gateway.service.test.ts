@@ -485,8 +485,9 @@ describe('fallback', () => {
       fallbacks: [
         {
           provider: 'a',
-          error:
-            'refused: 127.0.0.1 is in the private range 127.0.0.0/8 and this workspace refuses private networks',
+          error: expect.stringMatching(
+            /^refused: 127\.0\.0\.1 is in the private range 127\.0\.0\.0\/8 and this platform refuses private networks \(the operator allows private networks with OUTBOUND_ALLOW_PRIVATE_NETWORKS=true, or this address alone with OUTBOUND_ALLOWED_CIDRS/,
+          ),
         },
       ],
     });

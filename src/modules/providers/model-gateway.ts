@@ -87,6 +87,11 @@ export type ModelEvent =
       latency_ms: number;
       /** Providers tried before the one that answered, with why each failed. */
       fallbacks: { provider: string; model: string; error: string }[];
+      /**
+       * Set when the answer is not a model's: the built-in `local` provider answered because
+       * every model before it in the chain failed; says which and why.
+       */
+      degraded?: string;
     };
 
 /** Texts to turn into vectors with one provider's embedding model. */

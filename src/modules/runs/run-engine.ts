@@ -1,18 +1,19 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type SQL, sql } from 'drizzle-orm';
 import type { PlaybookTrigger, ToolCallRecord } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import { infrastructureFailure } from '../../errors.ts';
 import type { EventHub } from '../../events/event-hub.ts';
-import type { ActivityStatementEntry } from '../activity/activity.service.ts';
+import { type AgentTurn, startAgentTurn } from '../agents/agent-turn.service.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
 import type { PoliciesService } from '../policies/policies.service.ts';
-import type { ModelEvent, ModelRequest, ModelTurns } from '../providers/providers.service.ts';
+import type { ModelTurns } from '../providers/providers.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
-import { type CommitRunChange, RUN_CONTROL_TOPIC, type RunStatementEvent, type WriteRun } from './run-log.ts';
+import { type CommitRunChange, RUN_CONTROL_TOPIC, type WriteRun } from './run-log.ts';
+import { agentPrompt, MERGE_SYSTEM, mergePrompt, systemPrompt, withPlaybooks } from './run-prompts.ts';
 import { retryDelayMs } from './run-state.ts';
-import { createRunsRepository, type RunEnd, type RunRow, runFromRaw } from './runs.repository.ts';
+import type { RunEnd, RunRow } from './runs.repository.ts';
+import { createRunStatements, type RunPlaybooks, type StepRecord } from './runs.statements.ts';
 
 export interface RunEngineDependencies {
   db: Db;
@@ -41,19 +42,7 @@ export interface RunEngineDependencies {
   wait?: (ms: number, signal: AbortSignal) => Promise<void>;
   random?: () => number;
   /** Playbooks attached to agents: read by the run's claim, recorded on the steps they trigger. */
-  playbooks?: {
-    attachmentsOfRunQuery(): SQL;
-    triggersFrom(
-      attached: unknown,
-      facts: {
-        goal: string;
-        context: Record<string, unknown>;
-        inputs: Record<string, string>;
-        workflow: string;
-      },
-    ): (agent: { id: string; name: string }) => PlaybookTrigger[];
-    countTriggers(db: Db, attachmentIds: string[]): Promise<void>;
-  };
+  playbooks?: RunPlaybooks;
   /** Assembles the context of an agent that has a policy (docs/policies.md). */
   policies?: Pick<PoliciesService, 'assembleForAgent'>;
 }
@@ -99,13 +88,29 @@ interface StepResult {
  * claimed with a lease (so of two workers handed the same run, one executes it), each
  * finished step is committed with the run's progress, and a run whose worker died is
  * claimed again and continues after its last completed step.
+ *
+ * This file is the orchestration only: when a run is claimed, renewed, paused, cancelled,
+ * timed out, retried or handed back, and the order of its steps (sequential with a carry, or
+ * parallel then a merge). What each of those changes writes is `runs.statements.ts`; what a
+ * step asks is `run-prompts.ts`; how an agent answers is the agent turn shared with chat
+ * (`agents/agent-turn.service.ts`). A new way to order steps (a workflow graph) replaces
+ * `executeSteps` and reuses `executeStep`, the statements and the turn as they are.
  */
 export function createRunEngine(deps: RunEngineDependencies) {
   const leaseMs = deps.leaseMs ?? 15_000;
   const maxClaims = deps.maxClaims ?? 3;
   const startDelayMs = deps.stepStartDelayMs ?? 100;
   const wait = deps.wait ?? ((ms, signal) => sleep(ms, undefined, { signal }));
-  const repo = createRunsRepository(deps.db);
+  const statements = createRunStatements({
+    db: deps.db,
+    commit: deps.commit,
+    write: deps.write,
+    agents: deps.agents,
+    workflows: deps.workflows,
+    ...(deps.playbooks ? { playbooks: deps.playbooks } : {}),
+    leaseMs,
+    maxClaims,
+  });
   /** This process's executions by owner name: what a control request may concern. */
   const executing = new Map<string, { runId: string; onControl(control: string | null): void }>();
   let watchingControls = false;
@@ -121,7 +126,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
     deps.hub.subscribe(RUN_CONTROL_TOPIC, () => {
       const runIds = [...new Set([...executing.values()].map((execution) => execution.runId))];
       if (runIds.length === 0) return;
-      repo.controlsOf(runIds).then(
+      statements.controlsOf(runIds).then(
         (rows) => {
           const controls = new Map(rows.map((row) => [row.id, row.control]));
           for (const execution of executing.values()) {
@@ -157,7 +162,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
       if (control === 'cancel') interrupt('cancel');
     };
     const heartbeat = setInterval(() => {
-      repo.renewLease(run.id, owner, leaseMs).then(
+      statements.renewLease(run.id, owner).then(
         (row) => (row ? checkControl(row.control) : interrupt('lease_lost')),
         () => {}, // a failed renewal is retried next beat; the lease outlives two misses
       );
@@ -191,48 +196,14 @@ export function createRunEngine(deps: RunEngineDependencies) {
   }
 
   /**
-   * Claims the run for `owner` and, in the same statement, starts it (first claim: its
-   * workflow shows Running) or settles what its lost worker left (a later claim: the steps
-   * left Running fail); it also reads the run's agents and the playbooks attached to them.
-   * Undefined when it is not claimable. A run past its claim limit is claimed without
-   * starting: the caller fails it.
+   * Claims the run for `owner` (see `RunStatements.claim`) and prepares what its steps need:
+   * its agents by id and, per agent, the attached playbooks whose rules hold for this run.
    */
   async function claim(runId: string, owner: string): Promise<Claimed | undefined> {
-    const first = sql`run.attempts = 1`;
-    const row = await deps.write(runId, {
-      ctes: [
-        ['run', repo.claimQuery(runId, owner, leaseMs)],
-        ['abandoned', repo.abandonStepsQuery(maxClaims, 'interrupted: the worker was lost')],
-        ['workflow', deps.workflows.statusFromRun('Running', sql`attempts <= ${maxClaims}`)],
-      ],
-      events: [
-        {
-          type: 'run.started',
-          data: sql`jsonb_build_object('workflow_id', run.workflow_id, 'agent_ids', run.agent_ids)`,
-          when: first,
-        },
-        {
-          type: 'run.resumed',
-          data: sql`jsonb_build_object('after_step', run.next_step, 'claim', run.attempts)`,
-          when: sql`run.attempts between 2 and ${maxClaims}`,
-        },
-      ],
-      activity: [
-        {
-          kind: 'workflow.started',
-          subjectType: 'run',
-          subjectId: runId,
-          message: sql`'Workflow “' || run.workflow_name || '” started'`,
-          data: sql`jsonb_build_object('workflow_id', run.workflow_id)`,
-          when: first,
-        },
-      ],
-      select: sql`run.*, ${deps.agents.ofRunQuery()} as run_agents,
-        ${deps.playbooks ? deps.playbooks.attachmentsOfRunQuery() : sql`'[]'::json`} as run_playbooks`,
-    });
-    if (!row) return undefined;
-    const run = runFromRaw(row);
-    const triggersOf = deps.playbooks?.triggersFrom(row.run_playbooks, {
+    const claimed = await statements.claim(runId, owner);
+    if (!claimed) return undefined;
+    const { run } = claimed;
+    const triggersOf = deps.playbooks?.triggersFrom(claimed.playbooks, {
       goal: run.plan.goal,
       context: run.context,
       inputs: run.inputs,
@@ -240,7 +211,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
     });
     return {
       run,
-      agents: deps.agents.agentsOfRun(row.run_agents),
+      agents: claimed.agents,
       triggers: (agent) => (agent && triggersOf ? triggersOf(agent) : []),
     };
   }
@@ -254,7 +225,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
     signal: AbortSignal,
   ): Promise<{ output: string; finished: boolean }> {
     // A first claim has no steps yet; a later one continues after the last completed.
-    const steps = run.attempts === 1 ? [] : await repo.listSteps(run.id);
+    const steps = run.attempts === 1 ? [] : await statements.listSteps(run.id);
     const done = new Map(steps.filter((s) => s.status === 'Completed').map((s) => [s.position, s]));
     if (run.plan.execution_policy.mode === 'parallel') {
       const pending = run.agent_ids
@@ -320,7 +291,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
   /** Between steps: a pause asked for through the API takes effect here. */
   async function pauseIfAsked(run: RunRow, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
-    checkPause((await repo.findById(run.id))?.control, signal);
+    checkPause(await statements.controlOf(run.id), signal);
   }
 
   function checkPause(control: string | null | undefined, signal: AbortSignal): void {
@@ -363,6 +334,11 @@ export function createRunEngine(deps: RunEngineDependencies) {
     }
   }
 
+  /**
+   * One attempt of a step: its start is written if the model is slow to answer (`deferStart`),
+   * the agent's turn runs, and its end is written with the run's progress (and, for the last
+   * step, the run's end). A failure is recorded on the step and rethrown.
+   */
   async function attemptStep(
     run: RunRow,
     step: StepPlan & { attempt: number },
@@ -372,13 +348,17 @@ export function createRunEngine(deps: RunEngineDependencies) {
     const kind = step.kind ?? 'agent';
     const label = kind === 'merge' ? 'merge' : (agent?.name ?? step.agentId ?? 'agent');
     const triggers = step.triggers ?? [];
-    const prompt =
-      triggers.length > 0
-        ? `${triggers.map((trigger) => trigger.text).join('\n\n')}\n\n${step.prompt}`
-        : step.prompt;
+    const prompt = withPlaybooks(step.prompt, triggers);
     const owner = run.lease_owner as string;
-    const { row, events: startEvents, activity: startActivity } = stepStart(run, step, kind, label, prompt);
-    const stepId = row.id;
+    const record: StepRecord = statements.stepRecord(run, {
+      position: step.position,
+      attempt: step.attempt,
+      kind,
+      agent,
+      label,
+      prompt,
+      triggers,
+    });
     const countTriggers = async () => {
       if (triggers.length > 0 && step.attempt === 1) {
         await deps.playbooks?.countTriggers(
@@ -388,143 +368,63 @@ export function createRunEngine(deps: RunEngineDependencies) {
       }
     };
     const start = deferStart(startDelayMs, async () => {
-      const started = await deps.write(run.id, {
-        ctes: [
-          ['run', repo.ownedQuery(run.id, owner)],
-          ['step', repo.insertStepQuery({ ...row, status: 'Running' })],
-          ...agentStatus(agent, 'Busy'),
-        ],
-        events: startEvents,
-        activity: startActivity,
-      });
-      if (!started) throw new RunInterrupted('lease_lost');
+      if (!(await statements.startStep(run, owner, record))) throw new RunInterrupted('lease_lost');
       await countTriggers();
     });
 
     const began = performance.now();
-    const toolCalls: ToolCallRecord[] = [];
+    let turn: AgentTurn | undefined;
+    const toolCalls = (): ToolCallRecord[] => turn?.toolCalls ?? [];
     try {
       if (kind === 'agent' && !agent)
         throw new Error(`agent ${step.agentId} no longer exists in this workspace`);
-      // An agent with a policy speaks the policy's assembled context; the run records which.
-      const policy =
-        kind === 'agent' && agent?.policy && deps.policies
-          ? await deps.policies.assembleForAgent({
-              workspaceId: run.workspace_id,
-              userId: run.created_by ?? 'system',
-              policy: agent.policy,
-              agentId: agent.id,
-              ...(typeof run.context.conversation_id === 'string'
-                ? { conversationId: run.context.conversation_id }
-                : {}),
-              variables: run.inputs,
-              context: run.context,
-            })
-          : undefined;
-      if (policy) await repo.recordPolicy(run.id, policy.record);
-      const request: ModelRequest = {
-        workspaceId: run.workspace_id,
-        userId: run.created_by ?? 'system',
-        usedBy: { runId: run.id, ...(agent ? { agentId: agent.id } : {}) },
-        model: policy?.model ?? agent?.model ?? null,
-        system: kind === 'merge' ? MERGE_SYSTEM : (policy?.system ?? systemPrompt(agent as AgentRow)),
-        messages: [...(policy?.messages ?? []), { role: 'user', content: prompt }],
-        tools: policy?.tools ?? agent?.tools ?? [],
-        signal,
-      };
-      let finish: Extract<ModelEvent, { type: 'finish' }> | undefined;
-      for await (const event of deps.models.stream(request)) {
-        if (event.type === 'tool_call')
-          toolCalls.push({ id: event.id, name: event.name, input: event.input, output: null });
-        if (event.type === 'tool_result') {
-          const call = toolCalls.find((c) => c.id === event.id);
-          if (call) Object.assign(call, { output: event.output }, event.error ? { error: event.error } : {});
-        }
-        if (event.type === 'finish') finish = event;
-      }
-      if (!finish) throw new Error('the model stream ended without an answer');
-      const answer = finish;
+      turn = await startAgentTurn(
+        { models: deps.models, policies: deps.policies },
+        {
+          workspaceId: run.workspace_id,
+          userId: run.created_by ?? 'system',
+          ...(agent ? { agent } : {}),
+          usedBy: { runId: run.id },
+          system: kind === 'merge' ? MERGE_SYSTEM : systemPrompt(agent as AgentRow),
+          prompt,
+          facts: {
+            ...(typeof run.context.conversation_id === 'string'
+              ? { conversationId: run.context.conversation_id }
+              : {}),
+            variables: run.inputs,
+            context: run.context,
+          },
+          signal,
+        },
+      );
+      // The run records which policy its agent spoke (the first agent with one).
+      if (turn.policy) await statements.recordPolicy(run.id, turn.policy);
+      const answer = await turn.complete();
       // Unwritten yet (a quick step), the start is written with the end, in its statement.
       const startWritten = await start.settle();
       // The last step's success ends the run in the same statement.
       const end: RunEnd | undefined = step.last ? { status: 'Completed', output: answer.text } : undefined;
-      const completed = {
-        status: 'Completed' as const,
-        output: answer.text,
-        tool_calls: toolCalls,
-        provider: answer.provider,
-        model: answer.model,
-        tokens_in: answer.usage.input_tokens,
-        tokens_out: answer.usage.output_tokens,
-        cost: answer.cost,
-        price: answer.price,
-        latency_ms: Math.round(performance.now() - began),
-        finished_at: new Date(),
-      };
-      const progressed = await deps.write(run.id, {
-        ctes: [
-          [
-            'run',
-            repo.progressQuery(
-              run.id,
-              owner,
-              {
-                output: answer.text,
-                tokensIn: answer.usage.input_tokens,
-                tokensOut: answer.usage.output_tokens,
-                cost: answer.cost,
-                ...(kind === 'agent' ? { agentName: label } : {}),
-                tools: toolCalls.map((c) => c.name),
-              },
-              end,
-            ),
-          ],
-          [
-            'step',
-            startWritten
-              ? repo.endStepQuery(stepId, completed)
-              : repo.insertStepQuery({ ...row, ...completed }),
-          ],
-          ...agentStatus(agent, 'Idle'),
-          ...(end ? [['workflow', deps.workflows.statusFromRun(end.status)] as [string, SQL]] : []),
-        ],
-        events: [
-          ...(startWritten ? [] : startEvents),
-          ...toolCalls.map((call) => ({ type: 'tool_call', data: { step_id: stepId, ...call } })),
-          {
-            type: 'step.completed',
-            data: {
-              step_id: stepId,
-              position: step.position,
-              attempt: step.attempt,
-              provider: answer.provider,
-              model: answer.model,
-              usage: answer.usage,
-              cost: answer.cost,
-              fallbacks: answer.fallbacks,
-            },
-          },
-          ...(end ? [endEvent(end)] : []),
-        ],
-        activity: [
-          ...(startWritten ? [] : startActivity),
-          ...(agent
-            ? [
-                {
-                  kind: 'agent.completed' as const,
-                  subjectType: 'agent',
-                  subjectId: agent.id,
-                  message: `Agent “${agent.name}” completed a task of “${run.workflow_name}”`,
-                  data: { run_id: run.id },
-                },
-              ]
-            : []),
-          ...(end ? [endActivity(run, end)] : []),
-        ],
-      });
+      const progressed = await statements.completeStep(
+        run,
+        owner,
+        record,
+        {
+          text: answer.text,
+          toolCalls: toolCalls(),
+          provider: answer.provider,
+          model: answer.model,
+          usage: answer.usage,
+          cost: answer.cost,
+          price: answer.price,
+          fallbacks: answer.fallbacks,
+          degraded: answer.degraded,
+          latencyMs: Math.round(performance.now() - began),
+        },
+        { startWritten, ...(end ? { end } : {}), ...(kind === 'agent' ? { agentName: label } : {}) },
+      );
       if (!progressed) throw new RunInterrupted('lease_lost');
       if (!startWritten) await countTriggers();
-      return { output: answer.text, toolCalls };
+      return { output: answer.text, toolCalls: toolCalls() };
     } catch (error) {
       // A start that failed to be written (the lease lost, the database away) recorded nothing
       // of this attempt: its failure is the one to report, and there is no step to fail.
@@ -543,68 +443,28 @@ export function createRunEngine(deps: RunEngineDependencies) {
         : infrastructure
           ? `interrupted: ${infrastructure.code}`
           : describe(error);
-      const agentFailed = !interrupted && !infrastructure;
-      const failed = {
-        status: 'Failed' as const,
-        error: message,
-        tool_calls: toolCalls,
-        latency_ms: Math.round(performance.now() - began),
-        finished_at: new Date(),
-      };
       // Recorded whoever owns the run now: this attempt failed either way.
-      await deps
-        .write(run.id, {
-          ctes: [
-            ['run', repo.lockedQuery(run.id)],
-            [
-              'step',
-              startWritten ? repo.endStepQuery(stepId, failed) : repo.insertStepQuery({ ...row, ...failed }),
-            ],
-            ...agentStatus(agent, agentFailed ? 'Error' : 'Idle'),
-          ],
-          events: [
-            ...(startWritten ? [] : startEvents),
-            {
-              type: 'step.failed',
-              data: { step_id: stepId, position: step.position, attempt: step.attempt, error: message },
-            },
-          ],
-          activity: [
-            ...(startWritten ? [] : startActivity),
-            ...(agent && agentFailed
-              ? [
-                  {
-                    kind: 'agent.failed' as const,
-                    subjectType: 'agent',
-                    subjectId: agent.id,
-                    message: `Agent “${agent.name}” failed a task of “${run.workflow_name}”: ${message}`,
-                    data: { run_id: run.id },
-                  },
-                ]
-              : []),
-          ],
-        })
+      await statements
+        .failStep(
+          run,
+          record,
+          {
+            message,
+            toolCalls: toolCalls(),
+            latencyMs: Math.round(performance.now() - began),
+            agentFailed: !interrupted && !infrastructure,
+          },
+          { startWritten },
+        )
         .catch(() => {}); // recording the failure must not hide it
       if (!startWritten) await countTriggers().catch(() => {});
       throw interrupted ?? infrastructure ?? error;
     }
   }
 
-  /** The agent's shown status as a part of a step's statement; none for a merge step. */
-  function agentStatus(agent: AgentRow | undefined, status: AgentRow['status']): [string, SQL][] {
-    return agent ? [['agent', deps.agents.statusFromRun(agent.id, status)]] : [];
-  }
-
-  /** Ends the run in a final status with its totals, while this worker owns it; one statement. */
-  async function finish(run: RunRow, end: RunEnd): Promise<void> {
-    await deps.write(run.id, {
-      ctes: [
-        ['run', repo.finishQuery(run.id, run.lease_owner as string, end)],
-        ['workflow', deps.workflows.statusFromRun(end.status)],
-      ],
-      events: [endEvent(end)],
-      activity: [endActivity(run, end)],
-    });
+  /** Ends the run in a final status with its totals, while this worker owns it. */
+  function finish(run: RunRow, end: RunEnd): Promise<void> {
+    return statements.finish(run, end);
   }
 
   /**
@@ -613,21 +473,8 @@ export function createRunEngine(deps: RunEngineDependencies) {
    * handed back because the database was away or busy, or its worker was stopping, must
    * never end Failed `interrupted` for it, however often that happens.
    */
-  async function handBack(run: RunRow, reason: string): Promise<void> {
-    await deps.commit(
-      run,
-      async (tx, log) => {
-        const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
-          status: 'Queued',
-          lease_owner: null,
-          lease_expires_at: null,
-          // The first claim stays counted: the next one is a resumption (`run.resumed`).
-          attempts: sql`greatest(attempts - 1, 1)`,
-        });
-        if (row) log.event('run.requeued', { reason });
-      },
-      { rowLocked: true },
-    );
+  function handBack(run: RunRow, reason: string): Promise<void> {
+    return statements.handBack(run, reason);
   }
 
   /** After an interruption or a failure: the status the run ends in, or hands back. */
@@ -648,29 +495,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
           error: `the run exceeded its ${run.plan.execution_policy.timeout_seconds} s timeout`,
         });
       case 'pause':
-        await deps.commit(
-          run,
-          async (tx, log) => {
-            const row = await createRunsRepository(tx).updateOwned(run.id, run.lease_owner as string, {
-              status: 'Paused',
-              control: null,
-              lease_owner: null,
-              lease_expires_at: null,
-              // A resumed run gets its whole timeout again: days in Paused must not count.
-              deadline_at: null,
-            });
-            if (!row) return;
-            log.event('run.paused', { next_step: row.next_step });
-            await log.activity({
-              kind: 'workflow.paused',
-              subjectType: 'run',
-              subjectId: run.id,
-              message: `Workflow “${run.workflow_name}” paused`,
-              data: { workflow_id: run.workflow_id },
-            });
-          },
-          { rowLocked: true },
-        );
+        await statements.pause(run);
         if (run.workflow_id) {
           // A hint beside the run's truth, as in a control request's transition.
           await deps.workflows.setStatus(run.workspace_id, run.workflow_id, 'Paused').catch(() => {});
@@ -702,87 +527,6 @@ export function createRunEngine(deps: RunEngineDependencies) {
 
 export type RunEngine = ReturnType<typeof createRunEngine>;
 
-/** The event that ends a run, with its totals as the run's row has them after the change. */
-function endEvent(end: RunEnd): RunStatementEvent {
-  const type = { Completed: 'run.completed', Failed: 'run.failed', Cancelled: 'run.cancelled' }[end.status];
-  return {
-    type,
-    data: sql`jsonb_build_object('status', run.status, 'failure_reason', run.failure_reason,
-      'error', run.error, 'duration_ms', run.duration_ms, 'tokens_in', run.tokens_in,
-      'tokens_out', run.tokens_out, 'cost', run.cost)`,
-  };
-}
-
-/** The activity entry of a run's end. */
-function endActivity(run: RunRow, end: RunEnd): ActivityStatementEntry {
-  const { status } = end;
-  const kind = {
-    Completed: 'workflow.completed',
-    Failed: 'workflow.failed',
-    Cancelled: 'workflow.cancelled',
-  }[status] as 'workflow.completed';
-  return {
-    kind,
-    subjectType: 'run',
-    subjectId: run.id,
-    message: `Workflow “${run.workflow_name}” ${status.toLowerCase()}${end.error ? `: ${end.error}` : ''}`,
-    data: sql`jsonb_build_object('workflow_id', run.workflow_id, 'duration_ms', run.duration_ms, 'cost', run.cost)`,
-  };
-}
-
-/**
- * What a step's start records, written alone or with its end: the step's row (its status
- * aside), `playbook.triggered` and `step.started`, and the agent's `agent.started`. The step's
- * id is chosen here, so its events name it whichever statement writes its row.
- */
-function stepStart(
-  run: RunRow,
-  step: StepPlan & { attempt: number },
-  kind: 'agent' | 'merge',
-  label: string,
-  prompt: string,
-) {
-  const { agent } = step;
-  const triggers = step.triggers ?? [];
-  const id = randomUUID();
-  const row = {
-    id,
-    position: step.position,
-    attempt: step.attempt,
-    kind,
-    agent_id: agent?.id ?? null,
-    agent_name: kind === 'merge' ? null : label,
-    prompt,
-    playbook_triggers: triggers,
-    started_at: new Date(),
-  };
-  const events: RunStatementEvent[] = [
-    ...triggers.map((trigger) => ({ type: 'playbook.triggered', data: { step_id: id, ...trigger } })),
-    {
-      type: 'step.started',
-      data: {
-        step_id: id,
-        position: step.position,
-        attempt: step.attempt,
-        kind,
-        agent: agent ? { id: agent.id, name: agent.name } : null,
-      },
-    },
-  ];
-  const activity: ActivityStatementEntry[] = agent
-    ? [
-        {
-          kind: 'agent.started',
-          subjectType: 'agent',
-          subjectId: agent.id,
-          message: `Agent “${agent.name}” started a task of “${run.workflow_name}”`,
-          data: { run_id: run.id },
-        },
-      ]
-    : [];
-  return { row, events, activity };
-}
-
 /**
  * A step's start, written by `write` once `delayMs` have passed unless `settle` comes first.
  * `settle` stops the clock and says whether the start was written (waiting for a write under
@@ -802,26 +546,6 @@ function deferStart(delayMs: number, write: () => Promise<void>) {
       return true;
     },
   };
-}
-
-const MERGE_SYSTEM =
-  'You merge the answers of several agents who worked on the same goal in parallel into one answer. Keep what they agree on, resolve conflicts explicitly, and do not invent anything none of them said.';
-
-function systemPrompt(agent: AgentRow): string {
-  const identity = `You are ${agent.name}${agent.role ? `, ${agent.role}` : ''}.`;
-  return agent.system_prompt ? `${identity}\n\n${agent.system_prompt}` : identity;
-}
-
-/** What an agent is asked: the goal, the run's context, and the previous agent's output. */
-function agentPrompt(run: RunRow, carry?: string | null, previous?: AgentRow): string {
-  const parts = [`Goal: ${run.plan.goal}`];
-  if (Object.keys(run.context).length > 0) parts.push(`Context:\n${JSON.stringify(run.context, null, 2)}`);
-  if (carry) parts.push(`Output of the previous agent${previous ? ` (${previous.name})` : ''}:\n${carry}`);
-  return parts.join('\n\n');
-}
-
-function mergePrompt(run: RunRow, outputs: { name: string; text: string }[]): string {
-  return [`Goal: ${run.plan.goal}`, ...outputs.map((o) => `### ${o.name}\n${o.text}`)].join('\n\n');
 }
 
 function describe(error: unknown): string {

@@ -297,7 +297,7 @@ export function createRunsRepository(db: Db) {
     ): SQL {
       return sql`insert into ${runSteps} (id, run_id, workspace_id, position, attempt, kind, agent_id,
           agent_name, status, prompt, playbook_triggers, output, tool_calls, provider, model,
-          tokens_in, tokens_out, cost, price, latency_ms, error, started_at, finished_at)
+          tokens_in, tokens_out, cost, price, latency_ms, error, degraded, started_at, finished_at)
         select ${step.id}::uuid, run.id, run.workspace_id, ${step.position}::int, ${step.attempt ?? 1}::int,
           ${step.kind}::varchar, ${step.agent_id ?? null}::uuid, ${step.agent_name ?? null}::varchar,
           ${step.status}::varchar, ${step.prompt ?? null}::text,
@@ -305,7 +305,7 @@ export function createRunsRepository(db: Db) {
           ${JSON.stringify(step.tool_calls ?? [])}::jsonb, ${step.provider ?? null}::varchar,
           ${step.model ?? null}::varchar, ${step.tokens_in ?? 0}::int, ${step.tokens_out ?? 0}::int,
           ${step.cost ?? 0}::float8, ${step.price ? JSON.stringify(step.price) : null}::jsonb,
-          ${step.latency_ms ?? null}::int, ${step.error ?? null}::text,
+          ${step.latency_ms ?? null}::int, ${step.error ?? null}::text, ${step.degraded ?? null}::text,
           ${step.started_at.toISOString()}::timestamptz,
           ${step.finished_at?.toISOString() ?? null}::timestamptz
         from run

@@ -119,7 +119,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: 'Follow a run (Server-Sent Events)',
         description:
-          'First a `run` event (no id) with the run as it is, then its event log from just after `Last-Event-ID` (or `?after=`), then live events until the run ends: run.queued, run.started, step.started, tool_call, step.completed, step.failed, run.paused, run.resumed, run.completed, run.failed, run.cancelled (docs/runs.md). A client that reconnects with the last id it saw misses nothing. A heartbeat comment every 15 s. When the caller’s access is withdrawn (removed from the workspace, API key revoked, workspace deleted) the stream ends with an `error` event {code: access_revoked, status: 403, message}. Beyond STREAMS_PER_USER / STREAMS_PER_WORKSPACE open live streams: 429 too_many_streams.',
+          'First a `run` event (no id) with the run as it is, then its event log from just after `Last-Event-ID` (or `?after=`), then live events until the run ends (a reconnect at or after the last event of a run that has ended is answered 204, so an EventSource stops): run.queued, run.started, step.started, tool_call, step.completed, step.failed, run.paused, run.resumed, run.completed, run.failed, run.cancelled (docs/runs.md). A client that reconnects with the last id it saw misses nothing. A heartbeat comment every 15 s. When the caller’s access is withdrawn (removed from the workspace, API key revoked, workspace deleted) the stream ends with an `error` event {code: access_revoked, status: 403, message}. Beyond STREAMS_PER_USER / STREAMS_PER_WORKSPACE open live streams: 429 too_many_streams.',
         params: IdParams,
         querystring: RunEventsQuery,
         response: {
@@ -127,11 +127,24 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
             description: 'an event stream',
             content: { 'text/event-stream': { schema: Type.String() } },
           },
+          204: Type.Null({
+            description:
+              'a reconnect (`Last-Event-ID` or `?after=`) to a run that has ended, at or after its last event: nothing more will come, so an EventSource stops reconnecting',
+          }),
         },
       },
     },
     async (request, reply) => {
       const after = resumePoint(request, request.query.after);
+      // A first GET of a finished run replays its log; a reconnect that has seen all of it is
+      // told there is no more (204), which makes a standard EventSource stop for good.
+      const lastEventId = request.headers['last-event-id'];
+      const resuming =
+        request.query.after !== undefined ||
+        (typeof lastEventId === 'string' ? lastEventId.trim() !== '' : lastEventId !== undefined);
+      if (resuming && (await runs.streamEndedAt(request.caller, request.params.id, after))) {
+        return reply.status(204).send(null);
+      }
       const live = await streams.open(request, { counted: true });
       await sendEventStream(
         request,

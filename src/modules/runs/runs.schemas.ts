@@ -103,6 +103,12 @@ export const RunStepSchema = Type.Object({
   price: Nullable(AppliedPriceSchema),
   latency_ms: Nullable(Type.Integer()),
   error: Nullable(Type.String()),
+  degraded: Nullable(
+    Type.String({
+      description:
+        'set when the answer is not a model’s: the built-in local provider answered because every model before it in the fallback chain failed; names each model and its error',
+    }),
+  ),
   started_at: Timestamp(),
   finished_at: Nullable(Timestamp()),
 });

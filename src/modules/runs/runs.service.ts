@@ -314,6 +314,17 @@ export function createRunsService(deps: RunsDependencies) {
     },
 
     /**
+     * Whether a client resuming the run's stream after `after` has seen all of it: the run has
+     * ended and its log holds nothing after that id. The route answers such a reconnect 204,
+     * so a standard EventSource stops instead of reconnecting forever. A Paused run is not
+     * ended: it may be resumed, and its followers want to see that.
+     */
+    async streamEndedAt(caller: Who, id: string, after: number): Promise<boolean> {
+      const run = await get(caller, id);
+      return isFinal(run.status) && (await repo.eventsAfter(id, after, 1)).length === 0;
+    },
+
+    /**
      * Hands the queue every run it may have lost: Queued runs whose enqueue did not
      * happen (a crash between commit and enqueue, Redis away) and Running runs whose worker
      * died (lease expired). Called at start-up and periodically by consuming processes.

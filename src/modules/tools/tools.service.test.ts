@@ -297,7 +297,7 @@ describe('http_request', () => {
       [
         {},
         { method: 'GET', url: 'http://10.0.0.1/' },
-        'refused: 10.0.0.1 is in the private range 10.0.0.0/8 and this workspace refuses private networks',
+        /^refused: 10\.0\.0\.1 is in the private range 10\.0\.0\.0\/8 and this workspace refuses private networks \(.*OUTBOUND_ALLOWED_CIDRS/,
       ],
       [{ timeout_ms: 200 }, { method: 'GET', url: `${base}/hang` }, /took longer than 200 ms|within 200 ms/],
       [{}, { method: 'TRACE', url: `${base}/echo` }, /^invalid arguments: \/method /],
