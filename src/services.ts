@@ -313,6 +313,7 @@ export async function createServices(config: Config, database: Database, options
     ...(options.eventHub ? [] : [eventHub]),
     modelGateway,
     retrieval.statsComponent,
+    ...(retrieval.localModelsComponent ? [retrieval.localModelsComponent] : []),
     queue,
     // Consumers sweep for runs, code indexes and documents a lost enqueue or a dead worker left behind.
     ...(config.runMode === 'api'
