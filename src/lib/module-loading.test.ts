@@ -59,5 +59,6 @@ describe('prepareModuleLoading', () => {
     expect(plain.defaultResolutions).toBeGreaterThan(drizzleModules);
     // With it, only the first import of each bare specifier from this project reaches Node.
     expect(prepared.defaultResolutions).toBeLessThan(10);
-  });
+    // Two fresh processes, the first loading drizzle-orm the slow way: seconds on a busy machine.
+  }, 180_000);
 });
