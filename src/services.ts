@@ -390,8 +390,12 @@ export async function createServices(config: Config, database: Database, options
       databaseBusy: database.busy,
       databaseKind: database.kind,
       startedAt: new Date(),
-      // Redis fills the spec's row of that name; the model providers' row is per viewer.
-      components: redis ? [redis] : [],
+      // Redis fills the spec's row of that name; the model providers' row is per viewer. Local
+      // embedding models have a row when EMBEDDING_MODELS_DIR is set (down without their package).
+      components: [
+        ...(redis ? [redis] : []),
+        ...(retrieval.localModelsComponent ? [retrieval.localModelsComponent] : []),
+      ],
       providers: modelGateway,
       metrics: { db, analytics },
       shareMs: config.metricsShareMs,
