@@ -1,10 +1,15 @@
 /** `npm run db:migrate`: applies pending migrations to the configured database and exits. */
 import { ConfigError, loadConfig } from '../config.ts';
-import { openDatabase } from '../db/client.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { prepareModuleLoading } from '../lib/module-loading.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // As src/main.ts: the database modules load after module loading is prepared.
+  prepareModuleLoading();
+  const [{ openDatabase }, { migrateDatabase }] = await Promise.all([
+    import('../db/client.ts'),
+    import('../db/migrate.ts'),
+  ]);
   const database = await openDatabase(config.database);
   try {
     await migrateDatabase(database);

@@ -1,18 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite, type QueryOptions, types } from '@electric-sql/pglite';
-import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
-import { vector } from '@electric-sql/pglite-pgvector';
+import type { PGlite, QueryOptions } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
-import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { ConnectionGate } from './connection-gate.ts';
 import { acquireDirectoryLock, type DirectoryLock } from './lock.ts';
-import { createResilientPool } from './pg-pool.ts';
-import { pgliteTemplateFor } from './pglite-template.ts';
 import * as schema from './schema/index.ts';
 import { type Db, resolveLostCommits } from './transaction.ts';
 
@@ -43,14 +36,43 @@ export interface Database {
 const CONNECT_TIMEOUT_MS = 3000;
 
 /**
- * PostgreSQL settings of the embedded cluster, after PGlite's own defaults. PGlite's
+ * Each engine's driver is loaded when that engine is opened: the embedded database never loads
+ * `pg` and drizzle's node-postgres driver, a PostgreSQL deployment never loads PGlite's
+ * WebAssembly build and its extensions (bench/RESULTS.md, "Start-up").
+ */
+const loadPostgresDriver = () =>
+  Promise.all([import('drizzle-orm/node-postgres'), import('./pg-pool.ts')]).then(
+    ([{ drizzle }, { createResilientPool }]) => ({ drizzle, createResilientPool }),
+  );
+const loadPgliteDriver = () =>
+  Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/btree_gin'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('@electric-sql/pglite-pgvector'),
+    import('drizzle-orm/pglite'),
+    import('./pglite-template.ts'),
+  ]).then(([{ PGlite }, { btree_gin }, { pg_trgm }, { vector }, { drizzle }, { pgliteTemplateFor }]) => ({
+    PGlite,
+    /**
+     * Extensions the migrations create (`CREATE EXTENSION`), loaded into every PGlite instance:
+     * pg_trgm for the code graph's fuzzy name search, pgvector for similarity search and
+     * btree_gin for the workspace column inside the full-text GIN index (docs/retrieval.md).
+     * PostgreSQL servers need them installed.
+     */
+    extensions: { pg_trgm, vector, btree_gin },
+    drizzle,
+    pgliteTemplateFor,
+  }));
+
+/**
+ * PostgreSQL settings of the embedded cluster, added to PGlite's own defaults. PGlite's
  * buffers live in the process's WebAssembly memory, which grows and never shrinks:
  * the default 128 MB of shared_buffers, once filled, was most of the service's resident
  * memory. The files are also in the OS page cache, so small buffers cost little: 16 MB
  * holds the working set of a workspace's lists; work_mem stays bounded for sorts.
  */
-const PGLITE_START_PARAMS = [
-  ...PGlite.defaultStartParams,
+const PGLITE_SETTINGS = [
   '-c',
   'shared_buffers=16MB',
   '-c',
@@ -60,14 +82,6 @@ const PGLITE_START_PARAMS = [
   '-c',
   'maintenance_work_mem=16MB',
 ];
-
-/**
- * Extensions the migrations create (`CREATE EXTENSION`), loaded into every PGlite instance:
- * pg_trgm for the code graph's fuzzy name search, pgvector for similarity search and
- * btree_gin for the workspace column inside the full-text GIN index (docs/retrieval.md).
- * PostgreSQL servers need them installed.
- */
-const PGLITE_EXTENSIONS = { pg_trgm, vector, btree_gin };
 
 /** The PGlite cluster lives in a sub-directory so DATA_DIR can also hold keys and the lock file. */
 export const pgliteDirectory = (dataDir: string): string => path.join(dataDir, 'pgdata');
@@ -82,6 +96,7 @@ export async function openDatabase(
   lockInfo: Record<string, unknown> = {},
 ): Promise<Database> {
   if (config.kind === 'postgres') {
+    const { drizzle: drizzleNodePg, createResilientPool } = await loadPostgresDriver();
     const pool = createResilientPool({
       host: config.host,
       port: config.port,
@@ -108,13 +123,14 @@ export async function openDatabase(
     };
   }
 
+  const { PGlite, extensions, drizzle: drizzlePglite, pgliteTemplateFor } = await loadPgliteDriver();
   fs.mkdirSync(config.dataDir, { recursive: true });
   const lock = acquireDirectoryLock(config.dataDir, lockInfo);
   try {
     const directory = pgliteDirectory(config.dataDir);
     const pglite = await PGlite.create(directory, {
-      startParams: PGLITE_START_PARAMS,
-      extensions: PGLITE_EXTENSIONS,
+      startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS],
+      extensions,
       loadDataDir: pgliteTemplateFor(directory),
     });
     for (const oid of DRIZZLE_TEXT_TYPES) pglite.parsers[oid] = asText;
@@ -149,10 +165,10 @@ export async function openDatabase(
  * timestamptz, interval, date and the arrays of numeric, timestamp, timestamptz, interval, date.
  */
 const DRIZZLE_TEXT_TYPES: readonly number[] = [
-  types.TIMESTAMP,
-  types.TIMESTAMPTZ,
-  types.INTERVAL,
-  types.DATE,
+  1114, // timestamp
+  1184, // timestamptz
+  1186, // interval
+  1082, // date
   1231,
   1115,
   1185,

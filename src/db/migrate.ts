@@ -1,8 +1,4 @@
 import { fileURLToPath } from 'node:url';
-import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
-import { migrate as migrateNodePg } from 'drizzle-orm/node-postgres/migrator';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type pg from 'pg';
 import type { Database } from './client.ts';
 
@@ -64,10 +60,19 @@ const MIGRATION_LOCK_ID = 7_340_211;
  * advisory lock serialises replicas that start together, so each migration runs exactly once.
  */
 export async function migrateDatabase(database: Database): Promise<void> {
+  // Each engine's migrator is loaded with it (db/client.ts): neither loads the other's driver.
   if ('pglite' in database.raw) {
+    const [{ drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+      import('drizzle-orm/pglite'),
+      import('drizzle-orm/pglite/migrator'),
+    ]);
     await migratePglite(drizzlePglite(database.raw.pglite), { migrationsFolder });
     return;
   }
+  const [{ drizzle: drizzleNodePg }, { migrate: migrateNodePg }] = await Promise.all([
+    import('drizzle-orm/node-postgres'),
+    import('drizzle-orm/node-postgres/migrator'),
+  ]);
   const client = await database.raw.pool.connect();
   try {
     await checkExtensions(client);

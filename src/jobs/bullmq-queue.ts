@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Job, Queue, UnrecoverableError, WaitingError, Worker } from 'bullmq';
+import type { Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type RedisConnection, withTimeout } from '../lib/redis/redis-connection.ts';
@@ -40,6 +40,9 @@ export interface BullmqQueueOptions {
   abortWaitMs?: number;
   random?: () => number;
 }
+
+/** BullMQ, loaded when a queue starts: a process without REDIS_URL never loads it (~60 ms of start-up). */
+const loadBullmq = () => import('bullmq');
 
 /**
  * The job queue on Redis with BullMQ 6: any number of API processes enqueue, any number of
@@ -106,6 +109,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
   const onReady = () => void checkMarker();
 
   async function processJob(job: Job, token?: string): Promise<void> {
+    const { UnrecoverableError } = await loadBullmq();
     const definition = definitions.get(job.name);
     const context = { job: job.name, job_id: job.id, attempt: job.attemptsMade + 1 };
     if (!definition) {
@@ -151,6 +155,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
 
   /** Another worker takes the job now rather than after its lock expires. */
   async function handBack(job: Job, token: string | undefined, context: object): Promise<never> {
+    const { WaitingError } = await loadBullmq();
     try {
       await job.moveToWait(token);
       log.info(context, 'job handed back to the queue: this worker is stopping');
@@ -189,6 +194,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
     name: 'Job queue',
 
     async start() {
+      const { Queue } = await loadBullmq();
       queue = new Queue(QUEUE_NAME, { connection: redis.client, prefix });
       queue.on('error', (error) => warn('job queue error', error));
       redis.client.on('ready', onReady);
@@ -214,6 +220,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
     },
 
     async consume(jobs: RegisteredJob[], { concurrency }: ConsumeOptions) {
+      const { Worker } = await loadBullmq();
       if (worker) throw new Error('the queue already consumes');
       definitions = new Map(jobs.map((job) => [job.name, job]));
       workerConnection = redis.duplicate('worker', { waitForReconnect: true });

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
@@ -39,6 +41,29 @@ function run(script: string, args: string[], env: NodeJS.ProcessEnv) {
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, exited, output: () => ({ stdout, stderr }) };
+}
+
+/** A port nothing listens on: dev-token asks PORT for a running service when none holds DATA_DIR. */
+async function quietPort(): Promise<string> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return String(address.port);
+}
+
+/**
+ * CPU time (user + system, ms) of this process's children that have ended: what a command
+ * cost, whatever else the machine runs at the time (Linux; undefined elsewhere).
+ */
+function childrenCpuMs(): number | undefined {
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[13]) + Number(fields[14])) * 1000) / 100; // clock ticks: USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
 }
 
 async function until<T>(probe: () => T | undefined, what: string, ms = 90_000): Promise<T> {
@@ -94,8 +119,9 @@ describe('the service process and npm run dev-token', () => {
     server?.child.kill('SIGKILL');
   });
 
+  let port: string;
   const devToken = async (...args: string[]) => {
-    const cli = run('src/cli/dev-token.ts', args, env.env);
+    const cli = run('src/cli/dev-token.ts', args, { ...env.env, PORT: port });
     const code = await cli.exited;
     expect(code, cli.output().stderr).toBe(0);
     const lines = cli.output().stdout.trim().split('\n');
@@ -103,12 +129,31 @@ describe('the service process and npm run dev-token', () => {
     return JSON.parse(lines[0] as string) as { token: string; workspace_id: string; user_id: string };
   };
 
+  /**
+   * A token for a directory set up before costs no start of the service: it reads the key and
+   * the workspace id. Booting the service, as dev-token did, costs seconds of CPU; the bound is
+   * generous against a busy machine, and CPU time is not wall time waiting for a core.
+   */
+  const expectQuickToken = async () => {
+    const before = childrenCpuMs();
+    const started = performance.now();
+    const answer = await devToken();
+    const after = childrenCpuMs();
+    expect(performance.now() - started).toBeLessThan(20_000);
+    if (before !== undefined && after !== undefined) expect(after - before).toBeLessThan(1500);
+    expect(Object.keys(answer).sort()).toEqual(['token', 'user_id', 'workspace_id']);
+    expect(answer.token.split('.')).toHaveLength(3);
+    return answer;
+  };
+
   it('works while the service is stopped, runs, and shuts down gracefully', async () => {
     env = await createTestDatabaseEnv();
     cleanups.push(env.drop);
+    port = await quietPort();
 
     const stopped = await devToken();
     expect(stopped.user_id).toBe('dev-user');
+    expect((await expectQuickToken()).workspace_id).toBe(stopped.workspace_id);
     const bob = await devToken('--user', 'bob', '--new-workspace');
     expect(bob.workspace_id).not.toBe(stopped.workspace_id);
 
@@ -124,7 +169,7 @@ describe('the service process and npm run dev-token', () => {
       expect(second.output().stderr).toContain('is in use by process');
     }
 
-    const running = await devToken();
+    const running = await expectQuickToken();
     expect(running.workspace_id).toBe(stopped.workspace_id);
     const agents = await fetch(`${url}/api/agents`, {
       headers: { authorization: `Bearer ${running.token}`, 'x-workspace-id': running.workspace_id },
@@ -146,11 +191,37 @@ describe('the service process and npm run dev-token', () => {
     });
     expect(intruder.status).toBe(403);
 
+    // Another DATA_DIR while this service runs on PORT: refused, saying so, and nothing set up there.
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'dev-token-elsewhere-'));
+    cleanups.push(async () => fs.rmSync(elsewhere, { recursive: true, force: true }));
+    const servicePort = new URL(url).port;
+    const refused = run('src/cli/dev-token.ts', [], { ...env.env, DATA_DIR: elsewhere, PORT: servicePort });
+    expect(await refused.exited).toBe(1);
+    expect(refused.output().stdout).toBe('');
+    expect(refused.output().stderr).toContain(`the service at http://127.0.0.1:${servicePort}`);
+    expect(refused.output().stderr).toContain(`was started with another DATA_DIR than ${elsewhere}`);
+    expect(fs.readdirSync(elsewhere)).toEqual([]);
+
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
     expect(server.output().stdout).toContain('"msg":"stopped"');
     expect(fs.existsSync(path.join(env.dataDir, 'pglite.lock'))).toBe(false);
     server = undefined;
+  });
+});
+
+describe('npm run dev-token -- --help', () => {
+  it('prints the usage and exits 0 without reading the configuration', async () => {
+    // Production mode would make any other call fail: --help answers before the config is read.
+    const help = run('src/cli/dev-token.ts', ['--help'], { NODE_ENV: 'production' });
+    expect(await help.exited).toBe(0);
+    expect(help.output().stdout).toContain('Usage: npm run --silent dev-token');
+    for (const option of ['--user', '--new-workspace', '--name', '--ttl', 'DATA_DIR', 'PORT']) {
+      expect(help.output().stdout).toContain(option);
+    }
+    const short = run('src/cli/dev-token.ts', ['-h'], {});
+    expect(await short.exited).toBe(0);
+    expect(short.output().stdout).toContain('Usage:');
   });
 });
 

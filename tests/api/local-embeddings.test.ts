@@ -111,6 +111,14 @@ describe('local model folders (EMBEDDING_MODELS_DIR)', () => {
     expect((await t.call(mallory, 'GET', `/api/documents/${ids[0]}`)).statusCode).toBe(404);
   });
 
+  it('reports the local models up in the system health, the other rows unchanged', async () => {
+    const health = await t.call(alice, 'GET', '/api/system/health');
+    expect(health.statusCode, health.body).toBe(200);
+    const components = health.json().components as { name: string; status: string }[];
+    expect(components).toContainEqual({ name: 'Local Embedding Models', status: 'up' });
+    expect(components.slice(0, 2).map((component) => component.name)).toEqual(['API', 'Database']);
+  });
+
   it('accepts a nested folder name', async () => {
     const created = await t.call(alice, 'POST', '/api/sources', {
       name: 'Nested model',
@@ -200,6 +208,9 @@ describe('without EMBEDDING_MODELS_DIR', () => {
         field: 'body.embedding.provider',
         message: expect.stringContaining('EMBEDDING_MODELS_DIR'),
       });
+      const health = await bare.call(actor, 'GET', '/api/system/health');
+      const names = (health.json().components as { name: string }[]).map((component) => component.name);
+      expect(names).not.toContain('Local Embedding Models');
     } finally {
       await bare.close();
     }

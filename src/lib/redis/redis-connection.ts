@@ -1,6 +1,13 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Component, ComponentHealth } from '../../lifecycle.ts';
+
+/**
+ * ioredis, loaded when a connection is made: a process without REDIS_URL never loads it (about
+ * 120 ms of start-up, bench/RESULTS.md). A CommonJS package, so `require` loads it synchronously.
+ */
+const loadIoredis = (): typeof import('ioredis') => createRequire(import.meta.url)('ioredis');
 
 /**
  * The process's connection to Redis, as a component (`start`, `stop`, `health`).
@@ -66,7 +73,7 @@ export function createRedisConnection(options: RedisConnectionOptions): RedisCon
     // Redis answers in well under a millisecond; a connect that hangs is a dead network path.
     connectTimeout: 5000,
   };
-  const client = new Redis(options.url, {
+  const client = new (loadIoredis().Redis)(options.url, {
     ...base,
     connectionName: 'agent-platform:commands',
     enableOfflineQueue: false,

@@ -2,8 +2,6 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
-import pg from 'pg';
 import { PLACEHOLDER, type TestEndpoint } from '../../db/schema/credentials.ts';
 import { type AddressPolicy, vetHost } from '../../lib/net/address-guard.ts';
 
@@ -246,6 +244,8 @@ async function testPostgres(request: ConnectionTestRequest, timeoutMs: number): 
       const socket = new Socket();
       signal.addEventListener('abort', () => socket.destroy(), { once: true });
       if (signal.aborted) throw new TimedOut();
+      // Loaded by the first test of its kind: the service itself may run on neither (PGlite, no Redis).
+      const { default: pg } = await import('pg');
       const client = new pg.Client({
         host: address,
         port,
@@ -331,6 +331,7 @@ async function testRedis(request: ConnectionTestRequest, timeoutMs: number): Pro
       const { address } = await vet(host, request.policy);
       target = describeTarget(host, address, port);
       if (signal.aborted) throw new TimedOut();
+      const { Redis } = await import('ioredis');
       const redis = new Redis({
         host: address,
         port,

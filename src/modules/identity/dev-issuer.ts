@@ -37,6 +37,19 @@ export async function loadDevSigningKey(dataDir: string): Promise<DevSigningKey>
   return { kid: stored.kid, privateKey, publicJwk: { ...publicJwk, use: 'sig', alg: ALG } };
 }
 
+/**
+ * The id of the development signing key kept in `dataDir`, or undefined when there is none
+ * yet; creates nothing (`npm run dev-token` compares it with a running service's keys).
+ */
+export function readDevSigningKeyId(dataDir: string): string | undefined {
+  try {
+    const { kid } = JSON.parse(fs.readFileSync(path.join(dataDir, KEY_FILE), 'utf8')) as { kid?: unknown };
+    return typeof kid === 'string' ? kid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Signs a development access token for `userId`. */
 export async function mintDevToken(
   key: DevSigningKey,

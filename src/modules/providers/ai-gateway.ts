@@ -1,16 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import {
-  APICallError,
-  embedMany,
-  jsonSchema,
-  type LanguageModel,
-  stepCountIs,
-  streamText,
-  type ToolSet,
-  tool,
-} from 'ai';
+import type { LanguageModel, ToolSet } from 'ai';
 import type { AppliedPrice } from '../../db/schema/settings.ts';
 import { AppError, type FieldError, infrastructureFailure } from '../../errors.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
@@ -26,6 +15,32 @@ import { KEY_FIELDS } from './providers.service.ts';
 // The SDK prints its warnings (an unknown model's token limit, ...) to the console; the
 // platform's logs are structured JSON, so they are turned off.
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
+
+/** The AI SDK and the two provider packages the gateway builds models with. */
+type Sdk = typeof import('ai') &
+  Pick<typeof import('@ai-sdk/anthropic'), 'createAnthropic'> &
+  Pick<typeof import('@ai-sdk/openai-compatible'), 'createOpenAICompatible'>;
+
+/** The SDK once loaded; until then no error can be one of its own. */
+let loadedSdk: Sdk | undefined;
+let loadingSdk: Promise<Sdk> | undefined;
+
+/**
+ * Loads the AI SDK with its providers on the first call to a configured provider: about 200 ms
+ * of CPU and 25 MB that a start-up, and a service whose workspaces configured no provider (the
+ * built-in `local` provider answers), never pay (bench/RESULTS.md, "Start-up").
+ */
+function loadSdk(): Promise<Sdk> {
+  loadingSdk ??= Promise.all([
+    import('ai'),
+    import('@ai-sdk/anthropic'),
+    import('@ai-sdk/openai-compatible'),
+  ]).then(([ai, { createAnthropic }, { createOpenAICompatible }]) => {
+    loadedSdk = { ...ai, createAnthropic, createOpenAICompatible };
+    return loadedSdk;
+  });
+  return loadingSdk;
+}
 
 /** Model steps of one turn: each tool round trip is a step, so this bounds tool loops. */
 export const MAX_STEPS = 8;
@@ -185,6 +200,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
    * key only through a digest.
    */
   function languageModel(
+    sdk: Sdk,
     provider: ProviderConfig,
     name: string,
     secrets: ProviderSecrets,
@@ -195,12 +211,13 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       .digest('base64url')}`;
     const cached = models.get(cacheKey);
     if (cached) return cached;
-    const model = buildLanguageModel(provider, name, secrets, workspaceId);
+    const model = buildLanguageModel(sdk, provider, name, secrets, workspaceId);
     models.set(cacheKey, model, Number.POSITIVE_INFINITY);
     return model;
   }
 
   function buildLanguageModel(
+    { createAnthropic, createOpenAICompatible }: Sdk,
     provider: ProviderConfig,
     name: string,
     { key, headers }: ProviderSecrets,
@@ -261,8 +278,10 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       secrets = await secretsOf(request, provider);
       let text = '';
       let usage: { inputTokens?: number; outputTokens?: number } | undefined;
+      const sdk = await loadSdk();
+      const { streamText, stepCountIs } = sdk;
       const result = streamText({
-        model: languageModel(provider, ref.name, secrets, request.workspaceId) as LanguageModel,
+        model: languageModel(sdk, provider, ref.name, secrets, request.workspaceId) as LanguageModel,
         ...(request.system ? { instructions: request.system } : {}),
         messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
         ...(tools ? { tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
@@ -354,30 +373,31 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
     request.signal.throwIfAborted();
     const settings = await settingsOf(deps.settings, request.workspaceId);
     const bound = request.tools ?? [];
-    const tools: ToolSet | undefined =
-      bound.length > 0
-        ? Object.fromEntries(
-            bound.map((boundTool) => [
-              boundTool.name,
-              tool({
-                description: boundTool.description,
-                inputSchema: jsonSchema(boundTool.inputSchema, {
-                  validate: (value) => {
-                    const problems = boundTool.check(value);
-                    return problems.length === 0
-                      ? { success: true, value }
-                      : { success: false, error: new Error(`invalid arguments: ${problems.join('; ')}`) };
-                  },
-                }),
-                execute: (input: unknown, options: { abortSignal?: AbortSignal }) =>
-                  boundTool.execute(input, options.abortSignal ?? request.signal),
-              }),
-            ]),
-          )
-        : undefined;
     if (settings.providers.length === 0) {
       yield* streamLocalTurn(request, request.knowledge);
       return;
+    }
+    let tools: ToolSet | undefined;
+    if (bound.length > 0) {
+      const { tool, jsonSchema } = await loadSdk();
+      tools = Object.fromEntries(
+        bound.map((boundTool) => [
+          boundTool.name,
+          tool({
+            description: boundTool.description,
+            inputSchema: jsonSchema(boundTool.inputSchema, {
+              validate: (value) => {
+                const problems = boundTool.check(value);
+                return problems.length === 0
+                  ? { success: true, value }
+                  : { success: false, error: new Error(`invalid arguments: ${problems.join('; ')}`) };
+              },
+            }),
+            execute: (input: unknown, options: { abortSignal?: AbortSignal }) =>
+              boundTool.execute(input, options.abortSignal ?? request.signal),
+          }),
+        ]),
+      );
     }
 
     const fallbacks: Fallback[] = [];
@@ -479,6 +499,7 @@ export function createModelGateway(deps: ModelGatewayDependencies): ModelGateway
       const { key } = secrets;
       const keyHeaders =
         key !== undefined && provider.api_key_header ? { [provider.api_key_header]: key } : {};
+      const { createOpenAICompatible, embedMany } = await loadSdk();
       const model = createOpenAICompatible({
         name: provider.id,
         baseURL: provider.base_url,
@@ -709,7 +730,7 @@ const asAttempt = (ref: ModelRef) => ({ provider: ref.provider, model: ref.name 
 
 /** A provider failure in a line: the HTTP status and the provider's message, or the network error. */
 function describeError(error: unknown): string {
-  if (APICallError.isInstance(error)) {
+  if (loadedSdk?.APICallError.isInstance(error)) {
     const status = error.statusCode ? `HTTP ${error.statusCode}` : 'no HTTP answer';
     return `${status}: ${truncate(error.message)}`;
   }

@@ -52,3 +52,29 @@ describe('createLocalModels', () => {
     expect(await createLocalModels(undefined).problem('tiny')).toMatchObject({ field: 'provider' });
   });
 });
+
+describe('without the optional package that runs the models', () => {
+  const absent = createLocalModels(root, { runtime: '@agent-platform/no-such-runtime' });
+
+  it('refuses local settings and batches, saying what to install', async () => {
+    expect(absent.configured).toBe(true);
+    expect(absent.installed).toBe(false);
+    const problem = await absent.problem('tiny');
+    expect(problem).toMatchObject({ field: 'provider' });
+    expect(problem?.message).toContain('@agent-platform/no-such-runtime');
+    expect(problem?.message).toContain('npm ci without --omit=optional');
+    const failure = await absent.embed('tiny', ['car']).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ status: 502, code: 'provider_error' });
+    expect(String((failure as Error).message)).toContain('is not installed');
+  });
+
+  it('reports the row down in health, and not configured without EMBEDDING_MODELS_DIR', async () => {
+    expect(await absent.component.health()).toMatchObject({
+      name: 'Local Embedding Models',
+      status: 'down',
+      detail: expect.stringContaining('@agent-platform/no-such-runtime'),
+    });
+    expect(await models.component.health()).toMatchObject({ status: 'up' });
+    expect(await createLocalModels(undefined).component.health()).toMatchObject({ status: 'not_configured' });
+  });
+});

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../../errors.ts';
 import { isInside, PathOutsideRootError, resolveWithinRoot } from '../../lib/fs/within-root.ts';
+import type { Component, ComponentHealth } from '../../lifecycle.ts';
 import type { LocalEmbedReply, LocalEmbedRequest } from './local-models-worker.ts';
 
 /**
@@ -17,7 +18,18 @@ import type { LocalEmbedReply, LocalEmbedRequest } from './local-models-worker.t
  * so it never keeps the process alive): onnxruntime-node runs a session synchronously, which
  * would otherwise block the event loop for a whole batch. The worker keeps each folder's
  * pipeline loaded after its first batch.
+ *
+ * transformers.js is an optional dependency (about 430 MB installed with onnxruntime-node and
+ * sharp): `npm ci` installs it, `npm ci --omit=optional` leaves it out. Nothing loads it until a
+ * batch is embedded; with EMBEDDING_MODELS_DIR set and the package missing, `local` settings are
+ * refused with a message saying what to install, and the health report's row says the same.
  */
+
+/** The package that runs the models, in the worker thread (local-models-worker.ts). */
+export const LOCAL_MODELS_RUNTIME = '@huggingface/transformers';
+
+/** Its row in the health report (`GET /api/system/health`). */
+export const LOCAL_MODELS_COMPONENT = 'Local Embedding Models';
 
 /** The provider id of local model folders in a source's embedding settings. */
 export const LOCAL_EMBEDDING = 'local';
@@ -44,6 +56,13 @@ export type FolderProblem = { field: 'provider' | 'model'; message: string } | u
 export interface LocalModels {
   /** Whether EMBEDDING_MODELS_DIR is set. */
   readonly configured: boolean;
+  /** Whether the package that runs the models is installed (it is optional). */
+  readonly installed: boolean;
+  /**
+   * The health report's row: not configured without EMBEDDING_MODELS_DIR, down when it is set
+   * and the package is missing; stopping it ends the worker thread.
+   */
+  readonly component: Component;
   /** What is wrong with `name` as a model folder, or undefined when it can be loaded. */
   problem(name: string): Promise<FolderProblem>;
   /** Embeds `texts` with the model in folder `name`: one normalised vector per text. */
@@ -52,7 +71,15 @@ export interface LocalModels {
   close(): Promise<void>;
 }
 
-export function createLocalModels(root: string | undefined): LocalModels {
+export interface LocalModelsOptions {
+  /** The package the worker runs the models with; `LOCAL_MODELS_RUNTIME` (tests name a missing one). */
+  runtime?: string;
+}
+
+export function createLocalModels(root: string | undefined, options: LocalModelsOptions = {}): LocalModels {
+  const runtime = options.runtime ?? LOCAL_MODELS_RUNTIME;
+  const installed = root !== undefined && isInstalled(runtime);
+  const missing = `EMBEDDING_MODELS_DIR is set, but the optional package ${runtime}, which runs local models, is not installed: run npm ci without --omit=optional (or npm install ${runtime}) and restart`;
   let worker: Worker | undefined;
   let nextId = 0;
   const pending = new Map<number, { resolve(reply: LocalEmbedReply): void; reject(error: Error): void }>();
@@ -91,6 +118,7 @@ export function createLocalModels(root: string | undefined): LocalModels {
         message: 'needs local models, and the operator has not set EMBEDDING_MODELS_DIR',
       };
     }
+    if (!installed) return { field: 'provider', message: `needs local models: ${missing}` };
     if (!FOLDER_NAME.test(name) || name.split('/').some((segment) => segment === '..')) {
       return {
         field: 'model',
@@ -140,8 +168,26 @@ export function createLocalModels(root: string | undefined): LocalModels {
     }
   }
 
+  async function close() {
+    const stopping = worker;
+    worker = undefined;
+    if (stopping) await stopping.terminate();
+  }
+
   return {
     configured: root !== undefined,
+    installed,
+    component: {
+      name: LOCAL_MODELS_COMPONENT,
+      start: async () => undefined,
+      stop: close,
+      health: async (): Promise<ComponentHealth> =>
+        root === undefined
+          ? { name: LOCAL_MODELS_COMPONENT, status: 'not_configured' }
+          : installed
+            ? { name: LOCAL_MODELS_COMPONENT, status: 'up' }
+            : { name: LOCAL_MODELS_COMPONENT, status: 'down', detail: missing },
+    },
 
     async problem(name) {
       const found = await resolve(name);
@@ -153,11 +199,8 @@ export function createLocalModels(root: string | undefined): LocalModels {
       const model = `${LOCAL_EMBEDDING}/${name}`;
       const found = await resolve(name);
       if (!found || 'field' in found) {
-        throw new AppError(
-          502,
-          'provider_error',
-          `${model} cannot be loaded: its folder ${found?.message ?? ''}`,
-        );
+        const why = found?.field === 'provider' ? found.message : `its folder ${found?.message ?? ''}`;
+        throw new AppError(502, 'provider_error', `${model} cannot be loaded: ${why}`);
       }
       signal?.throwIfAborted();
       const id = nextId++;
@@ -181,12 +224,18 @@ export function createLocalModels(root: string | undefined): LocalModels {
       return vectors;
     },
 
-    async close() {
-      const stopping = worker;
-      worker = undefined;
-      if (stopping) await stopping.terminate();
-    },
+    close,
   };
+}
+
+/** Whether `specifier` resolves from here: reads its package.json, loads none of its code. */
+function isInstalled(specifier: string): boolean {
+  try {
+    import.meta.resolve(specifier);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function exists(file: string): Promise<boolean> {

@@ -39,6 +39,7 @@ export function createRetrievalModule(deps: RetrievalModuleDependencies) {
     onPostingsError: (error) =>
       log.warn({ err: error }, 'in-memory postings could not be built; the source is searched in SQL'),
   });
+  const localModels = service.localModelsComponent ? [service.localModelsComponent] : [];
   return {
     service,
     /**
@@ -66,9 +67,13 @@ export function createRetrievalModule(deps: RetrievalModuleDependencies) {
         }));
       },
     },
-    components: [service.statsComponent],
-    /** The health report's `Vector Search` row: what search can do here. */
-    health: [service.healthComponent],
+    // The local embedding models' worker thread ends when the service stops.
+    components: [service.statsComponent, ...localModels],
+    /**
+     * The health report's rows: `Vector Search` (what search can do here) and, when
+     * EMBEDDING_MODELS_DIR is set, `Local Embedding Models` (down without their package).
+     */
+    health: [service.healthComponent, ...localModels],
     routes: (app) => retrievalRoutes(app, { retrieval: service }),
   } satisfies Module;
 }

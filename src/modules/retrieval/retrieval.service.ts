@@ -603,6 +603,11 @@ export function createRetrievalService(deps: RetrievalDependencies) {
   return {
     /** Records hit-rate counts; `services.ts` starts and stops it with the process. */
     statsComponent: stats.component,
+    /**
+     * The local embedding models' row in the health report when EMBEDDING_MODELS_DIR is set
+     * (down when their optional package is missing); stopping it ends their worker thread.
+     */
+    localModelsComponent: deps.localModels?.configured ? deps.localModels.component : undefined,
 
     /** The `Vector Search` row of the health report: what search can do here. */
     healthComponent: createSearchHealth({
