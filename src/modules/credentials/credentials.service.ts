@@ -22,6 +22,7 @@ import {
   workspaceAddressPolicy,
 } from '../../lib/net/address-guard.ts';
 import { destinationAllowed, destinationOf, normalizeHostEntry } from '../../lib/net/allowed-hosts.ts';
+import { mapItems } from '../../lib/page.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import {
@@ -601,7 +602,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       filter: Omit<CredentialFilter, 'now'>,
     ) {
       const page = await repo.listCredentials(caller.workspaceId, { ...filter, now: clock() });
-      return { ...page, items: page.items.map((item) => present(item.credential, item.type_name)) };
+      return mapItems(page, (item) => present(item.credential, item.type_name));
     },
 
     /** Details: non-secret fields shown, password and hidden fields masked; not an audited access. */

@@ -1,4 +1,6 @@
-import { and, desc, eq, getTableColumns, inArray, isNull, type SQL, sql } from 'drizzle-orm';
+import { and, count, desc, eq, getTableColumns, inArray, isNull, type SQL, sql } from 'drizzle-orm';
+import { paginate, totalCount } from '../../db/queries.ts';
+import { rowsOf } from '../../db/rows.ts';
 import {
   type PlaybookAttachmentRow,
   type PlaybookRow,
@@ -53,8 +55,6 @@ export interface PlaybookFilter {
 export const MAX_MINED_RUNS = 1_000_000;
 /** Characters of each run's goal read (goal templates are made from them). */
 export const MAX_GOAL_CHARS = 500;
-
-const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
 
 /**
  * A playbook as read: the row and its usage count, the runs of workflows promoted from it
@@ -244,17 +244,17 @@ export function createPlaybooksRepository(db: Db) {
         conditions.push(eq(playbooks.category, filter.category as PlaybookRow['category'] & string));
       if (filter.confidence) conditions.push(bandCondition(filter.confidence));
       const where = and(...conditions);
-      const [items, counted] = await Promise.all([
-        db
-          .select(withUsage)
-          .from(playbooks)
-          .where(where)
-          .orderBy(desc(playbooks.quality_score), playbooks.id)
-          .limit(filter.limit)
-          .offset(filter.offset),
-        db.select({ total: sql<number>`count(*)::int` }).from(playbooks).where(where),
-      ]);
-      return { items, total: Number(counted[0]?.total ?? 0), limit: filter.limit, offset: filter.offset };
+      const rows = await db
+        .select({ ...withUsage, total: totalCount() })
+        .from(playbooks)
+        .where(where)
+        .orderBy(desc(playbooks.quality_score), playbooks.id)
+        .limit(filter.limit)
+        .offset(filter.offset);
+      return paginate(filter, rows, async () => {
+        const [result] = await db.select({ value: count() }).from(playbooks).where(where);
+        return result?.value ?? 0;
+      });
     },
 
     async find(workspaceId: string, id: string): Promise<PlaybookRecord | undefined> {
