@@ -5,13 +5,13 @@ import type { PlaybookTrigger, ToolCallRecord } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import { infrastructureFailure } from '../../errors.ts';
 import type { EventHub } from '../../events/event-hub.ts';
+import { retryDelayMs } from '../../lib/backoff.ts';
 import type { ActivityStatementEntry } from '../activity/activity.service.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
 import type { PoliciesService } from '../policies/policies.service.ts';
 import type { ModelEvent, ModelGateway, ModelRequest } from '../providers/providers.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import { type CommitRunChange, RUN_CONTROL_TOPIC, type RunStatementEvent, type WriteRun } from './run-log.ts';
-import { retryDelayMs } from './run-state.ts';
 import { createRunsRepository, type RunEnd, type RunRow, runFromRaw } from './runs.repository.ts';
 
 export interface RunEngineDependencies {
@@ -351,7 +351,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
         const infrastructure = infrastructureFailure(error);
         if (infrastructure) throw infrastructure;
         if (attempt < attempts) {
-          await wait(retryDelayMs(attempt, 500, 30_000, deps.random), signal).catch(() => {
+          await wait(retryDelayMs(attempt, 500, { capMs: 30_000, random: deps.random }), signal).catch(() => {
             throw signal.reason;
           });
           continue;
