@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onPostgres } from '../../tests/helpers/test-app.ts';
 import { createTestDb, type TestDb } from '../../tests/helpers/test-db.ts';
 import { type CursorRequest, executePrepared, pageByCursor, paginate, totalCount } from './queries.ts';
+import { rowsOf } from './rows.ts';
 import { inTransaction } from './transaction.ts';
 
 /** A stand-in for the append-only streams to come (run events, messages, activity). */
@@ -111,7 +112,6 @@ describe('paginate', () => {
 });
 
 describe('executePrepared', () => {
-  const rowsOf = (result: unknown) => (result as { rows: Array<Record<string, unknown>> }).rows;
   const countOf = (stream: string) =>
     sql`select count(*)::int as n, ${stream}::text as stream from list_helper_test_events where stream = ${stream}`;
 
@@ -132,7 +132,7 @@ describe('executePrepared', () => {
         // A transaction holds one connection: its prepared statements are listed for it.
         for (const stream of ['a', 'b', 'a']) await executePrepared(tx, countOf(stream));
         await executePrepared(tx, sql`select 1 as other_text_of_more_than_a_few_characters`);
-        return rowsOf(
+        return rowsOf<{ name: string; statement: string }>(
           await tx.execute(sql`select name, statement from pg_prepared_statements where name like 'p\_%'`),
         );
       });

@@ -14,7 +14,10 @@ import {
   sql,
 } from 'drizzle-orm';
 import { PgArray, PgDialect, type PgTable, PgTimestamp } from 'drizzle-orm/pg-core';
+import type { Page, PageRequest } from '../lib/page.ts';
 import type { Db } from './transaction.ts';
+
+export type { Page, PageRequest } from '../lib/page.ts';
 
 /**
  * A row of `table` as a raw statement (`db.execute`) returned it, column names as the database
@@ -96,20 +99,6 @@ export class PreparedVariants<Input, Statements> {
 }
 /** The total row count of the filtered set, computed alongside the page in one query. */
 export const totalCount = () => sql<number>`count(*) over()`.mapWith(Number);
-
-/** What a list asks for: `limit` 1..200 (default 50) and `offset`, validated by the route. */
-export interface PageRequest {
-  limit: number;
-  offset: number;
-}
-
-/** What every list answers; routes return it unchanged. */
-export interface Page<Item> {
-  items: Item[];
-  total: number;
-  limit: number;
-  offset: number;
-}
 
 /**
  * The one way to answer a list. `rows` is the page query's result, each row carrying the

@@ -6,6 +6,7 @@ import { createTestDb, type TestDb } from '../../tests/helpers/test-db.ts';
 import { loadConfig } from '../config.ts';
 import { type Database, openDatabase } from './client.ts';
 import { isDatabaseUnavailable } from './errors.ts';
+import { rowsOf } from './rows.ts';
 import { afterCommit, type Db, inTransaction, isTransaction, lockAppendOrder } from './transaction.ts';
 
 let t: TestDb;
@@ -24,7 +25,7 @@ const append = async (tx: Db, stream: string): Promise<number> => {
   const result = await tx.execute(
     sql`insert into transaction_test_log (stream) values (${stream}) returning id`,
   );
-  return Number((result as unknown as { rows: { id: string | number }[] }).rows[0]?.id);
+  return Number(rowsOf<{ id: string | number }>(result)[0]?.id);
 };
 
 /** A promise and the function that resolves it. */
@@ -94,7 +95,7 @@ describe('afterCommit', () => {
         return append(tx, 'throwing');
       });
       const rows = await db.execute(sql`select id from transaction_test_log where id = ${id}`);
-      expect((rows as unknown as { rows: unknown[] }).rows).toHaveLength(1);
+      expect(rowsOf(rows)).toHaveLength(1);
       expect(ran).toEqual(['still runs']);
       expect(warning).toHaveBeenCalledWith(
         expect.objectContaining({ message: 'hub down' }),
@@ -229,7 +230,7 @@ describe.runIf(onPostgres)('a COMMIT whose connection dies', () => {
 
   const names = async () => {
     const result = await database.db.execute(sql`select name from lost_commit_log order by name`);
-    return (result as unknown as { rows: { name: string }[] }).rows.map((row) => row.name);
+    return rowsOf<{ name: string }>(result).map((row) => row.name);
   };
 
   it('is reported done when the server committed it, with its after-commit work', async () => {

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { isDatabaseUnavailable } from './errors.ts';
+import { rowsOf } from './rows.ts';
 import type * as schema from './schema/index.ts';
 
 /**
@@ -71,7 +72,7 @@ export function resolveLostCommits(db: Db): void {
 /** The transaction's id if it has written anything (a read-only one has none to commit). */
 async function assignedTransactionId(tx: Db): Promise<string | null> {
   const answer = await tx.execute(sql`select pg_current_xact_id_if_assigned()::text as xid`);
-  const rows = (answer as unknown as { rows: Array<{ xid: string | null }> }).rows;
+  const rows = rowsOf<{ xid: string | null }>(answer);
   return rows[0]?.xid ?? null;
 }
 
@@ -88,7 +89,7 @@ async function commitOutcome(db: Db, xid: string): Promise<'committed' | 'aborte
   for (let wait = 10; performance.now() < deadline; wait = Math.min(wait * 2, 250)) {
     try {
       const answer = await db.execute(sql`select pg_xact_status(${xid}::xid8) as status`);
-      const status = (answer as unknown as { rows: Array<{ status: string | null }> }).rows[0]?.status;
+      const status = rowsOf<{ status: string | null }>(answer)[0]?.status;
       if (status === 'committed') return 'committed';
       if (status !== 'in progress') return 'aborted';
     } catch (error) {

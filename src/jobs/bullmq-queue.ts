@@ -235,7 +235,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): JobQueue {
         removeOnFail: KEEP_FAILED,
         settings: {
           backoffStrategy: (attemptsMade: number, _type?: string, _error?: Error, job?: { name: string }) =>
-            retryDelayMs(attemptsMade, definitions.get(job?.name ?? '')?.backoffMs ?? 1000, random),
+            retryDelayMs(attemptsMade, definitions.get(job?.name ?? '')?.backoffMs ?? 1000, { random }),
         },
       });
       worker.on('error', (error) => warn('job worker error', error));

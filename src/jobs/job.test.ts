@@ -1,18 +1,6 @@
 import { Type } from 'typebox';
 import { describe, expect, it } from 'vitest';
-import { bindJob, defineJob, MAX_JOB_ATTEMPTS, retryDelayMs } from './job.ts';
-
-describe('retryDelayMs', () => {
-  it('doubles per attempt and takes off up to half at random, as BullMQ exponential backoff with jitter 0.5', () => {
-    expect([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, 1000, () => 1))).toEqual([
-      1000, 2000, 4000, 8000,
-    ]);
-    expect([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, 1000, () => 0))).toEqual([
-      500, 1000, 2000, 4000,
-    ]);
-    expect(retryDelayMs(2, 1000, () => 0.5)).toBe(1500);
-  });
-});
+import { bindJob, defineJob, MAX_JOB_ATTEMPTS } from './job.ts';
 
 describe('defineJob and bindJob', () => {
   const payload = Type.Object({ run_id: Type.String({ format: 'uuid' }) }, { additionalProperties: false });

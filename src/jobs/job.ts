@@ -93,16 +93,5 @@ export class JobStoppedError extends Error {
   }
 }
 
-/**
- * Delay before retry number `attemptsMade` (1 after the first failure): `baseMs` doubled per
- * attempt, minus up to half at random, so jobs that failed together do not retry together.
- * The same formula as BullMQ's `exponential` backoff with `jitter: 0.5`.
- */
-export function retryDelayMs(
-  attemptsMade: number,
-  baseMs: number,
-  random: () => number = Math.random,
-): number {
-  const max = Math.round(2 ** Math.max(0, attemptsMade - 1) * baseMs);
-  return Math.floor(max * 0.5 + random() * max * 0.5);
-}
+/** The retry backoff of every job (one formula for the platform: lib/backoff.ts). */
+export { retryDelayMs } from '../lib/backoff.ts';

@@ -104,7 +104,7 @@ export function createLocalQueue(options: LocalQueueOptions): JobQueue {
         );
         release(entry);
       } else if (entry.attemptsMade < job.attempts) {
-        const delayMs = retryDelayMs(entry.attemptsMade, job.backoffMs, random);
+        const delayMs = retryDelayMs(entry.attemptsMade, job.backoffMs, { random });
         log.warn(
           {
             ...context,

@@ -52,13 +52,8 @@ async function follow(
 const ws = (path: string) => `ws://${base}${path}`;
 
 /** Waits until `check` holds, polling: for effects that land shortly after a disconnect. */
-async function eventually(check: () => boolean, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('the condition did not hold in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const eventually = (check: () => boolean, ms = 3000): Promise<void> =>
+  expect.poll(check, { timeout: ms, interval: 20, message: 'the condition did not hold in time' }).toBe(true);
 
 /** The newest event id of the actor's workspace (0 when none). */
 async function newestId(actor: Actor): Promise<number> {

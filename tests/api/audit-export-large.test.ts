@@ -3,7 +3,8 @@ import { runInNewContext } from 'node:vm';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditChainHeads } from '../../src/db/schema/audit.ts';
-import { chainDigest, chainedFields } from '../../src/modules/audit/audit-format.ts';
+import { sha256Digest } from '../../src/lib/crypto/hash-chain.ts';
+import { chainedFields } from '../../src/modules/audit/audit-format.ts';
 import type { Actor } from '../helpers/api-client.ts';
 import { createTestApp, onPostgres, type TestApp } from '../helpers/test-app.ts';
 
@@ -54,7 +55,7 @@ beforeAll(async () => {
         request_id: `req-${i.toString(36)}`,
         ip_address: '203.0.113.7',
       });
-      const hash = chainDigest(prev, fields);
+      const hash = sha256Digest(prev, fields);
       batch.push({ ...fields, prev_hash: prev, hash });
       prev = hash;
     }

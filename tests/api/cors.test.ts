@@ -218,12 +218,12 @@ describe('CORS settings', () => {
       expect((await preflightOver(own, origin)).headers.get('access-control-allow-origin')).toBe('*');
       expect((await putCors({ origins: [origin], credentials: true })).statusCode).toBe(200);
       // The announcement travels through Redis pub/sub: give it a moment.
-      let seen: string | null = null;
-      for (let attempt = 0; attempt < 50 && seen !== origin; attempt += 1) {
-        seen = (await preflightOver(own, origin)).headers.get('access-control-allow-origin');
-        if (seen !== origin) await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      expect(seen).toBe(origin);
+      await expect
+        .poll(async () => (await preflightOver(own, origin)).headers.get('access-control-allow-origin'), {
+          timeout: 2_000,
+          interval: 20,
+        })
+        .toBe(origin);
       expect(
         (await preflightOver(own, 'https://other.example.com')).headers.get('access-control-allow-origin'),
       ).toBeNull();

@@ -153,12 +153,15 @@ describe('a busy embedded database inside a run step', () => {
       const runId = started.json().id as string;
       await held;
       let run: Record<string, any> = {};
-      const deadline = Date.now() + 30_000;
-      while (Date.now() < deadline) {
-        run = (await t.call(actor, 'GET', `/api/runs/${runId}`)).json();
-        if (['Completed', 'Failed', 'Cancelled'].includes(run.status)) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await expect
+        .poll(
+          async () => {
+            run = (await (t as TestApp).call(actor, 'GET', `/api/runs/${runId}`)).json();
+            return run.status;
+          },
+          { timeout: 30_000, interval: 100 },
+        )
+        .toBeOneOf(['Completed', 'Failed', 'Cancelled']);
       expect(run.status, JSON.stringify(run)).toBe('Completed');
       expect(run.failure_reason).toBeNull();
       // The model was asked again for the first step: its refused answer was never recorded.

@@ -72,13 +72,8 @@ async function outageHits(): Promise<number> {
   return Number(row?.hits ?? 0);
 }
 
-async function until(check: () => Promise<boolean>, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+const until = (check: () => Promise<boolean>, what: string, ms = 15_000): Promise<void> =>
+  expect.poll(check, { timeout: ms, interval: 25, message: `timed out waiting for ${what}` }).toBe(true);
 
 /** A workspace whose models are the loopback server's, its key in the vault unless `keyless`. */
 async function workspaceWithProvider(name: string, keyless = false): Promise<Actor> {
@@ -157,11 +152,12 @@ describe('the database away during the vault read of the provider key', () => {
     await databaseGoesAwayOn('credential_audit_logs', actor.workspaceId);
     const runId = await runOf(actor, agents);
     // Three lost workers fail a run (`interrupted`); hand-backs for the database are not lost workers.
-    const deadline = Date.now() + 45_000;
-    while ((await outageHits()) < hits + 4 && Date.now() < deadline) {
-      if ((await readRun(actor, runId)).status === 'Failed') break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await expect
+      .poll(
+        async () => (await outageHits()) >= hits + 4 || (await readRun(actor, runId)).status === 'Failed',
+        { timeout: 45_000, interval: 100 },
+      )
+      .toBe(true);
     const during = await readRun(actor, runId);
     expect(during.status, JSON.stringify(during)).not.toBe('Failed');
     expect(await outageHits()).toBeGreaterThanOrEqual(hits + 4);

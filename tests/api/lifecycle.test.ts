@@ -66,14 +66,12 @@ function childrenCpuMs(): number | undefined {
   }
 }
 
+/** Polls `probe` (a read of the child's output) until it answers something, and answers that. */
 async function until<T>(probe: () => T | undefined, what: string, ms = 90_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  await expect
+    .poll(probe, { timeout: ms, interval: 100, message: `timed out waiting for ${what}` })
+    .toBeDefined();
+  return probe() as T;
 }
 
 describe('persistence', () => {

@@ -99,11 +99,13 @@ async function liveRun(owner: Actor): Promise<string> {
   const started = await t.call(owner, 'POST', `/api/workflows/${workflow.id}/run`, {});
   expect(started.statusCode, started.body).toBe(202);
   const runId = started.json().id as string;
-  const deadline = Date.now() + 10_000;
-  while ((await t.call(owner, 'GET', `/api/runs/${runId}`)).json().status !== 'Running') {
-    if (Date.now() > deadline) throw new Error('the run did not start');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await expect
+    .poll(async () => (await t.call(owner, 'GET', `/api/runs/${runId}`)).json().status, {
+      timeout: 10_000,
+      interval: 50,
+      message: 'the run did not start',
+    })
+    .toBe('Running');
   return runId;
 }
 
@@ -229,13 +231,12 @@ describe('withdrawn access ends live streams', () => {
     const request = llm.modelRequests().at(-1);
     await within(request?.closed ?? Promise.resolve(), WITHIN_MS, 'the abort of the model call');
     const conversation = `/api/chat/conversations/${chat.events[0]?.data.conversation_id}`;
-    const deadline = Date.now() + 3_000;
-    let stored = (await t.call(lowered, 'GET', conversation)).json().messages?.[1];
-    while (!stored?.error && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      stored = (await t.call(lowered, 'GET', conversation)).json().messages?.[1];
-    }
-    expect(stored).toMatchObject({ content: 'a long answer', error: 'aborted: access_revoked' });
+    await expect
+      .poll(async () => (await t.call(lowered, 'GET', conversation)).json().messages?.[1], {
+        timeout: 3_000,
+        interval: 50,
+      })
+      .toMatchObject({ content: 'a long answer', error: 'aborted: access_revoked' });
 
     // A viewer may still follow activity, an admin too: those streams go on and see what follows.
     await somethingHappens(owner, 'Still visible');

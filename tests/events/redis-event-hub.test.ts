@@ -40,13 +40,8 @@ async function openHub(prefix: string): Promise<{ hub: EventHub; subscriber(): R
   return { hub, subscriber: () => subscriber as Redis };
 }
 
-async function until(probe: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const until = (probe: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> =>
+  expect.poll(probe, { timeout: ms, interval: 10, message: `timed out waiting for ${what}` }).toBe(true);
 
 /** Subscribers Redis knows for a topic's channel. */
 async function subscribers(prefix: string, topic: string): Promise<number> {

@@ -9,6 +9,7 @@ import { type App, buildApp } from '../../src/app.ts';
 import { boot, startServices } from '../../src/boot.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { Database } from '../../src/db/client.ts';
+import { rowsOf } from '../../src/db/rows.ts';
 import { createLogger } from '../../src/logger.ts';
 import { DEV_USER_ID, readDevIdentity } from '../../src/modules/identity/dev-identity.ts';
 import { mintDevToken } from '../../src/modules/identity/dev-issuer.ts';
@@ -195,7 +196,7 @@ export async function createTestApp(
     },
     async rows<T>(query: SQL) {
       const result = await database.db.execute(query);
-      return (result as unknown as { rows: T[] }).rows;
+      return rowsOf<T>(result);
     },
     async close({ keep = false } = {}) {
       await app.close();

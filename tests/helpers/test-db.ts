@@ -2,6 +2,7 @@ import type { SQL } from 'drizzle-orm';
 import { loadConfig } from '../../src/config.ts';
 import { type Database, openDatabase } from '../../src/db/client.ts';
 import { migrateDatabase } from '../../src/db/migrate.ts';
+import { rowsOf } from '../../src/db/rows.ts';
 import { createTestDatabaseEnv } from './test-app.ts';
 
 /** A migrated throwaway database and nothing else: the fixture of service tests. */
@@ -34,7 +35,7 @@ export async function createTestDb(options: { env?: NodeJS.ProcessEnv } = {}): P
     database,
     async rows<T>(query: SQL) {
       const result = await database.db.execute(query);
-      return (result as unknown as { rows: T[] }).rows;
+      return rowsOf<T>(result);
     },
     async close() {
       await database.close();

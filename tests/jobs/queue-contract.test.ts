@@ -77,13 +77,8 @@ const drivers: [string, (options?: HarnessOptions) => Promise<Harness>][] = [
   ...(redisUrl ? [['BullMQ', bullmqHarness] as [string, typeof bullmqHarness]] : []),
 ];
 
-async function until(probe: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const until = (probe: () => boolean, what: string, ms = 15_000): Promise<void> =>
+  expect.poll(probe, { timeout: ms, interval: 10, message: `timed out waiting for ${what}` }).toBe(true);
 
 /** A job that records every call; `behave` decides what each call does. */
 function recordingJob(

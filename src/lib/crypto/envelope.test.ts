@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
-  canonicalJson,
-  chainHash,
   deriveWorkspaceKeys,
   EnvelopeError,
   generateDataKey,
@@ -120,24 +118,5 @@ describe('credential blobs', () => {
   it('derives separate keys per purpose', () => {
     const keys = deriveWorkspaceKeys(generateDataKey());
     expect(keys.auditKey.equals(keys.credentialKey)).toBe(false);
-  });
-});
-
-describe('audit chain', () => {
-  it('canonicalises key order and dates', () => {
-    expect(canonicalJson({ b: 1, a: { d: [2, { y: 1, x: 2 }], c: new Date(0) }, z: undefined })).toBe(
-      '{"a":{"c":"1970-01-01T00:00:00.000Z","d":[2,{"x":2,"y":1}]},"b":1}',
-    );
-  });
-
-  it('changes the hash when the record, the previous hash or the key changes', () => {
-    const key = randomBytes(32);
-    const record = { action: 'accessed', metadata: { fields: ['password'] } };
-    const hash = chainHash(key, '', record);
-    expect(hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(chainHash(key, '', { metadata: { fields: ['password'] }, action: 'accessed' })).toBe(hash);
-    expect(chainHash(key, '', { ...record, action: 'updated' })).not.toBe(hash);
-    expect(chainHash(key, 'x', record)).not.toBe(hash);
-    expect(chainHash(randomBytes(32), '', record)).not.toBe(hash);
   });
 });

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 
 /**
  * The vault's envelope encryption.
@@ -178,21 +178,3 @@ export function openCredential<T = unknown>(key: Buffer, blob: string, binding: 
     throw new EnvelopeError('malformed', 'an encrypted credential does not hold JSON');
   }
 }
-
-/**
- * JSON with object keys sorted at every level, so one record always hashes the same.
- * Dates become ISO strings; undefined members are dropped as JSON.stringify does.
- */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (value instanceof Date) return JSON.stringify(value.toISOString());
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-}
-
-/** One link of an audit hash chain: HMAC-SHA256 over the previous hash and the canonical record. */
-export const chainHash = (auditKey: Buffer, prevHash: string, record: unknown): string =>
-  createHmac('sha256', auditKey).update(prevHash).update('\n').update(canonicalJson(record)).digest('hex');

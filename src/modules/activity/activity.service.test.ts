@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServiceWorkspace } from '../../../tests/helpers/service-factories.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { createLocalEventHub, type EventHub } from '../../events/event-hub.ts';
-import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import {
   type ActivityInput,
   type ActivityItem,
@@ -27,19 +27,13 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-let seq = 0;
-async function newWorkspace() {
-  seq += 1;
-  const userId = `watcher-${seq}`;
-  const workspace = await createWorkspacesService(db).createWorkspace(userId, { name: `activity ${seq}` });
-  return { userId, workspaceId: workspace.id };
-}
+const newWorkspace = () => buildServiceWorkspace(db, 'watcher');
 
 const event = (workspaceId: string, overrides: Partial<ActivityInput> = {}): ActivityInput => ({
   workspaceId,
   kind: 'agent.created',
   subjectType: 'agent',
-  subjectId: `agent-${seq}`,
+  subjectId: `agent-of-${workspaceId}`,
   message: 'Agent “Researcher” created',
   data: { name: 'Researcher' },
   actor: 'someone',

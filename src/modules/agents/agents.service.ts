@@ -1,6 +1,7 @@
 import { type Caller, hasRole } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, type FieldError, invalidFields, notFound } from '../../errors.ts';
+import { pageOf } from '../../lib/page.ts';
 import type { ActivityService } from '../activity/activity.service.ts';
 import type { AuditRecorder, RecordedBy } from '../audit/audit.service.ts';
 import { agentCreated } from './agents.events.ts';
@@ -147,7 +148,7 @@ export function createAgentsService(db: Db, deps: AgentsDependencies) {
       filter: AgentFilter & { tenant_id?: string },
     ) {
       if (filter.tenant_id !== undefined && filter.tenant_id.toLowerCase() !== caller.tenantId) {
-        return JSON.stringify({ items: [], total: 0, limit: filter.limit, offset: filter.offset });
+        return JSON.stringify(pageOf([], filter));
       }
       return repo.list(caller.workspaceId, filter);
     },

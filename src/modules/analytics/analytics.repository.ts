@@ -10,6 +10,7 @@
  * module's tables), written by `computeDay` and read by the `rollup*` and `rolled*` methods.
  */
 import { type SQL, sql } from 'drizzle-orm';
+import { rowsOf } from '../../db/rows.ts';
 import type { Db } from '../../db/transaction.ts';
 import { BUCKETS, GROWTH, type Histogram } from '../../lib/histogram.ts';
 
@@ -259,8 +260,7 @@ const bucketStart = (bucket: Bucket, column: SQL) =>
 
 /** Read-only aggregates over other modules' tables, always for one workspace. */
 export function createAnalyticsRepository(db: Db) {
-  const rows = async (query: SQL): Promise<Raw[]> =>
-    ((await db.execute(query)) as unknown as { rows: Raw[] }).rows;
+  const rows = async (query: SQL): Promise<Raw[]> => rowsOf<Raw>(await db.execute(query));
 
   const runsIn = (workspaceId: string, from: Date, to: Date) =>
     sql`workspace_id = ${workspaceId} and created_at >= ${from} and created_at < ${to}`;

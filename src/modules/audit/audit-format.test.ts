@@ -2,11 +2,10 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../lib/crypto/envelope.ts';
+import { canonicalJson, sha256Digest } from '../../lib/crypto/hash-chain.ts';
 import { changesBetween, maskSecrets } from './audit.service.ts';
 import {
   CSV_COLUMNS,
-  chainDigest,
   chainedFields,
   csvField,
   csvHeader,
@@ -46,19 +45,21 @@ const entry = (overrides: Partial<ExportEntry> = {}): ExportEntry => ({
   ...overrides,
 });
 
-describe('chainDigest', () => {
-  it('hashes the previous hash and the canonical record, as the vault lays out its links', async () => {
+describe('chainedFields', () => {
+  it('are what a workspace link covers, hashed by the kernel the vault shares', async () => {
     const { createHash } = await import('node:crypto');
     const fields = chainedFields(record);
     const expected = createHash('sha256')
       .update(`prev\n${canonicalJson(fields)}`)
       .digest('hex');
-    expect(chainDigest('prev', fields)).toBe(expected);
+    expect(sha256Digest('prev', fields)).toBe(expected);
     expect(
-      chainDigest('prev', chainedFields({ ...record, changes: { role: { new: 'member', old: null } } })),
+      sha256Digest('prev', chainedFields({ ...record, changes: { role: { new: 'member', old: null } } })),
     ).toBe(expected);
-    expect(chainDigest('other', fields)).not.toBe(expected);
-    expect(chainDigest('prev', chainedFields({ ...record, actor_id: 'user-3' }))).not.toBe(expected);
+    expect(sha256Digest('other', fields)).not.toBe(expected);
+    expect(sha256Digest('prev', chainedFields({ ...record, actor_id: 'user-3' }))).not.toBe(expected);
+    expect(Object.keys(fields)).not.toContain('id');
+    expect(Object.keys(fields)).not.toContain('hash');
   });
 });
 

@@ -1,18 +1,8 @@
-import { createHash } from 'node:crypto';
-import { canonicalJson } from '../../lib/crypto/envelope.ts';
-
 /**
- * The workspace audit trail's pure parts: the chain link and the three export formats.
- *
- *   record n-1                 record n
- *   ┌───────────────┐          ┌──────────────────────────────────────────────┐
- *   │ hash ─────────┼────────► │ prev_hash                                    │
- *   └───────────────┘          │ hash = SHA-256(prev_hash "\n" canonical(rec)) │
- *                              └──────────────────────────────────────────────┘
- *
- * The canonical JSON is the vault's (`canonicalJson`: sorted keys, ISO dates), and the layout
- * of the digest input is the vault's `chainHash`; only the key differs (the vault keys its
- * HMAC with the workspace's audit key; this trail is a plain SHA-256, see docs/audit.md).
+ * The workspace audit trail's pure parts: the fields its chain links cover and the three
+ * export formats. The chain itself is the kernel shared with the vault
+ * (`lib/crypto/hash-chain.ts`), unkeyed here: `sha256Digest` over `chainedFields` (the vault
+ * keys its HMAC with the workspace's audit key; see docs/audit.md).
  */
 
 /** The product named in exported OCSF records; keep `version` in step with package.json. */
@@ -54,10 +44,6 @@ export function chainedFields(record: Omit<AuditRecord, 'id' | 'prev_hash' | 'ha
     ip_address: record.ip_address ?? null,
   };
 }
-
-/** One link of the chain: SHA-256 over the previous hash, a newline and the canonical record. */
-export const chainDigest = (prevHash: string, fields: ReturnType<typeof chainedFields>): string =>
-  createHash('sha256').update(prevHash).update('\n').update(canonicalJson(fields)).digest('hex');
 
 /**
  * One line of an export: a workspace record (`source: "workspace"`) or a credential's vault

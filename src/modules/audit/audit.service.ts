@@ -1,11 +1,10 @@
 import type { Caller } from '../../caller.ts';
 import type { Db } from '../../db/transaction.ts';
 import { forbidden, invalid } from '../../errors.ts';
-import { canonicalJson } from '../../lib/crypto/envelope.ts';
+import { canonicalJson, chainVerifier, linkAfter, sha256Digest } from '../../lib/crypto/hash-chain.ts';
 import { type AuditRow, createAuditRepository, type Trail } from './audit.repository.ts';
 import {
   type AuditRecord,
-  chainDigest,
   chainedFields,
   csvHeader,
   csvRow,
@@ -220,7 +219,7 @@ export function createAuditRecorder(clock: () => Date = () => new Date()) {
         request_id: caller.requestId ?? null,
         ip_address: caller.ipAddress ?? null,
       });
-      await txRepo.append({ ...fields, prev_hash: prevHash, hash: chainDigest(prevHash, fields) });
+      await txRepo.append({ ...fields, ...linkAfter(sha256Digest, prevHash, fields) });
     },
   };
 }
@@ -238,44 +237,27 @@ export function createAuditService(deps: AuditDependencies) {
 
   /** Walks the chain in id order, batch by batch: intact, or the first record that does not link. */
   async function verify(trail: Trail) {
-    let prev = '';
-    let checked = 0;
+    const chain = chainVerifier(sha256Digest, (row: AuditRow) => chainedFields(row as AuditRecord));
     let afterId = 0;
     for (;;) {
       const rows = await repo.chainBatch(trail, afterId, batchSize);
       for (const row of rows) {
-        if (row.prev_hash !== prev) {
-          return {
-            verified: false,
-            checked,
-            first_broken_id: row.id,
-            reason: 'prev_hash does not match the record before it',
-          };
-        }
-        if (chainDigest(prev, chainedFields(row as AuditRecord)) !== row.hash) {
-          return {
-            verified: false,
-            checked,
-            first_broken_id: row.id,
-            reason: 'content does not match its hash',
-          };
-        }
-        prev = row.hash;
-        checked += 1;
+        const reason = chain.check(row);
+        if (reason) return { verified: false, checked: chain.checked, first_broken_id: row.id, reason };
         afterId = row.id;
       }
       if (rows.length < batchSize) break;
     }
     const head = await repo.head(trail);
-    if (head && head.hash !== prev) {
+    if (head && head.hash !== chain.head) {
       return {
         verified: false,
-        checked,
+        checked: chain.checked,
         first_broken_id: head.last_id ?? afterId,
         reason: 'the newest records are missing: the chain ends before its recorded head',
       };
     }
-    return { verified: true, checked };
+    return { verified: true, checked: chain.checked };
   }
 
   /** The trail `scope` names for `reader`; the platform trail is for platform operators only. */

@@ -7,6 +7,7 @@ import {
   paginate,
   totalCount,
 } from '../../db/queries.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { conversations, messages } from '../../db/schema/chat.ts';
 import type { Db } from '../../db/transaction.ts';
 
@@ -136,7 +137,7 @@ export function createChatRepository(db: Db) {
           returning id, role
         )
         select id::float8 as id from inserted where role = 'assistant'`);
-      const [row] = (result as unknown as { rows: Array<{ id: number }> }).rows;
+      const [row] = rowsOf<{ id: number }>(result);
       return row ? Number(row.id) : undefined;
     },
 

@@ -1,5 +1,6 @@
 import { and, asc, count, eq, getTableColumns, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { type PageRequest, paginate, totalCount } from '../../db/queries.ts';
+import { rowsOf } from '../../db/rows.ts';
 import {
   type CodegraphStatus,
   codegraphEdges,
@@ -172,9 +173,7 @@ export function createCodegraphRepository(db: Db) {
       const result = await db.execute<{ id: string | number }>(
         sql`select nextval(pg_get_serial_sequence('codegraph_symbols', 'id')) as id from generate_series(1, ${n})`,
       );
-      return (result as unknown as { rows: Array<{ id: string | number }> }).rows.map((row) =>
-        Number(row.id),
-      );
+      return rowsOf<{ id: string | number }>(result).map((row) => Number(row.id));
     },
 
     async insertSymbols(rows: NewSymbol[]): Promise<void> {
@@ -361,7 +360,7 @@ export function createCodegraphRepository(db: Db) {
     /** Ranked symbols of the project's active graph with their callers and callees (one statement). */
     async search(workspaceId: string, project: ProjectRow, query: SearchQuery): Promise<SearchHit[]> {
       const result = await db.execute(searchStatement(workspaceId, project, query));
-      return (result as unknown as { rows: SearchHit[] }).rows.map((row) => ({
+      return rowsOf<SearchHit>(result).map((row) => ({
         ...row,
         id: Number(row.id),
         score: Number(row.score),

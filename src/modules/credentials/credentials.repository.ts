@@ -22,6 +22,7 @@ import {
   paginate,
   totalCount,
 } from '../../db/queries.ts';
+import { rowsOf } from '../../db/rows.ts';
 import {
   type AuditAction,
   credentialAuditArchive,
@@ -215,7 +216,7 @@ export function createCredentialsRepository(db: Db) {
     /** Reserves an id before the insert, so the ciphertext can be bound to it. */
     async nextCredentialId(): Promise<number> {
       const result = await db.execute<{ id: number }>(sql`select nextval('credentials_id_seq')::int as id`);
-      const row = (result as unknown as { rows: { id: number }[] }).rows[0];
+      const row = rowsOf<{ id: number }>(result)[0];
       if (!row) throw new Error('no id from credentials_id_seq');
       return Number(row.id);
     },

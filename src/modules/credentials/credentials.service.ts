@@ -1,16 +1,7 @@
 import { type Caller, hasRole } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
+import { AppError, conflict, type FieldError, invalid, invalidFields, notFound } from '../../errors.ts';
 import {
-  AppError,
-  conflict,
-  type FieldError,
-  forbidden,
-  invalid,
-  invalidFields,
-  notFound,
-} from '../../errors.ts';
-import {
-  chainHash,
   EnvelopeError,
   openCredential,
   sealCredential,
@@ -21,7 +12,8 @@ import {
   type PlatformAddressPolicy,
   workspaceAddressPolicy,
 } from '../../lib/net/address-guard.ts';
-import { destinationAllowed, destinationOf, normalizeHostEntry } from '../../lib/net/allowed-hosts.ts';
+import { normalizeHostEntry } from '../../lib/net/allowed-hosts.ts';
+import { mapItems } from '../../lib/page.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import {
@@ -29,6 +21,12 @@ import {
   type ConnectionTestResult,
   destinationFields,
 } from './connection-tester.ts';
+import {
+  binding,
+  createCredentialAccess,
+  credentialNotFound,
+  encryptionKeyError,
+} from './credential-access.ts';
 import {
   type CredentialData,
   changedFieldNames,
@@ -38,11 +36,8 @@ import {
   prepareCredentialData,
   secretFieldNames,
 } from './credential-data.ts';
-import { defaultHosts } from './credential-hosts.ts';
 import {
-  type AuditAction,
   type AuditFilter,
-  type AuditRow,
   type CredentialFilter,
   type CredentialRow,
   type CredentialsRepository,
@@ -52,7 +47,10 @@ import {
   isUniqueViolation,
   type TestEndpoint,
 } from './credentials.repository.ts';
+import { appendAudit, verifyChain } from './vault-audit.ts';
 import type { VaultKeys } from './vault-keys.ts';
+
+export type { AccessPurpose, AccessRequest } from './credential-access.ts';
 
 /** A workspace's own credential type, as its admin describes it. */
 export interface NewCredentialType {
@@ -65,40 +63,6 @@ export interface NewCredentialType {
   schema_definition: FieldDefinition[];
   test_endpoint?: TestEndpoint | null;
 }
-
-/** A decrypted-access request from anywhere in the platform (rule C2). */
-export interface AccessRequest {
-  workspaceId: string;
-  /** The credential, by id or by name (rule E decides whether the environment counts). */
-  id?: number;
-  name?: string;
-  environment?: string;
-  /** Fields to return; all of them when omitted. */
-  fields?: string[];
-  /** Who needs it: recorded in the audit trail. */
-  serviceName: string;
-  userId?: string;
-  ipAddress?: string;
-  /**
-   * Where the decrypted values will be sent: recorded as `destination_host`. With
-   * `allowedOnly` (tools), the access is refused (`access_denied`, 403
-   * `destination_not_allowed`) unless the credential's allowed hosts include it (rule C3b).
-   */
-  destination?: { url: URL; allowedOnly: boolean };
-  /** The work the access is for, recorded with it: the agent, and the run or chat conversation. */
-  usedBy?: AccessPurpose;
-}
-
-/** What a decrypted access is for, as its audit record names it. */
-export interface AccessPurpose {
-  agentId?: string;
-  runId?: string;
-  conversationId?: string;
-}
-
-/** Decrypted accesses written per transaction, and transactions under way at once. */
-const MAX_BATCH_SIZE = 64;
-const MAX_BATCHES_IN_FLIGHT = 2;
 
 export interface CredentialsDependencies {
   db: Db;
@@ -119,32 +83,11 @@ export interface CredentialsDependencies {
 /** Without an operator's word, outbound requests reach public addresses only. */
 const STRICTEST: PlatformAddressPolicy = { allowPrivateNetworks: false, allowed: [] };
 
-const credentialNotFound = (id: number | string) => notFound('credential', id);
-const encryptionKeyError = () =>
-  new AppError(500, 'encryption_key_error', 'the stored credential data cannot be decrypted');
 const duplicate = (name: string, environment: string) =>
   conflict(
     'duplicate_credential',
     `an active credential named "${name}" already exists in environment ${environment}`,
   );
-
-/** Fields of an audit record that the hash chain covers. */
-function chainedRecord(
-  row: Pick<
-    AuditRow,
-    'credential_id' | 'workspace_id' | 'action' | 'user_id' | 'ip_address' | 'metadata' | 'created_at'
-  >,
-) {
-  return {
-    credential_id: row.credential_id,
-    workspace_id: row.workspace_id,
-    action: row.action,
-    user_id: row.user_id ?? null,
-    ip_address: row.ip_address ?? null,
-    metadata: row.metadata,
-    created_at: row.created_at,
-  };
-}
 
 /**
  * Rule C3b: the hosts a credential's secrets may be sent to by tools are chosen by admins;
@@ -219,9 +162,10 @@ function refuseSecretRedirect(
 }
 
 /**
- * The credential vault: typed, encrypted, audited credentials. Every audit record is
- * written in the transaction of the change it records, under the credential's row lock,
- * chained to the record before it.
+ * The credential vault: typed, encrypted, audited credentials. This file is its CRUD, types
+ * and settings; the decrypted access with its group commit is `credential-access.ts`, the
+ * audit chain `vault-audit.ts`. Every audit record is written in the transaction of the
+ * change it records, under the credential's row lock, chained to the record before it.
  */
 export function createCredentialsService(deps: CredentialsDependencies) {
   const { db, keys } = deps;
@@ -231,32 +175,6 @@ export function createCredentialsService(deps: CredentialsDependencies) {
   /** Runs `work` with the repository bound to one transaction. */
   const transaction = <T>(work: (tx: CredentialsRepository) => Promise<T>) =>
     inTransaction(db, (tx) => work(createCredentialsRepository(tx)));
-
-  /** Appends a chained audit record; call it inside the transaction holding the credential's row lock. */
-  async function appendAudit(
-    tx: CredentialsRepository,
-    auditKey: Buffer,
-    entry: {
-      credentialId: number;
-      workspaceId: string;
-      action: AuditAction;
-      userId?: string;
-      ipAddress?: string;
-      metadata: Record<string, unknown>;
-    },
-  ) {
-    const record = chainedRecord({
-      credential_id: entry.credentialId,
-      workspace_id: entry.workspaceId,
-      action: entry.action,
-      user_id: entry.userId ?? null,
-      ip_address: entry.ipAddress ?? null,
-      metadata: entry.metadata,
-      created_at: clock(),
-    });
-    const prevHash = await tx.lastAuditHash(entry.credentialId);
-    await tx.insertAudit({ ...record, prev_hash: prevHash, hash: chainHash(auditKey, prevHash, record) });
-  }
 
   async function keysOf(workspaceId: string): Promise<WorkspaceKeys> {
     try {
@@ -329,177 +247,12 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     };
   }
 
-  const binding = (row: { workspace_id: string; id: number; credential_type_id: number }) => ({
-    workspaceId: row.workspace_id,
-    credentialId: row.id,
-    typeId: row.credential_type_id,
+  const { access } = createCredentialAccess({
+    db,
+    clock,
+    keysOf,
+    environmentLookup: async (workspaceId) => (await settingsOf(workspaceId)).environment_lookup,
   });
-
-  /** A decrypted access waiting for its batch, with what it resolves to. */
-  interface PendingAccess {
-    request: AccessRequest;
-    id: number;
-    keys: WorkspaceKeys;
-    resolve(data: CredentialData): void;
-    reject(error: unknown): void;
-  }
-  const queue: PendingAccess[] = [];
-  let batchesInFlight = 0;
-
-  /**
-   * Group commit: accesses that arrive while a batch is being written share the next
-   * transaction (one lock query, one multi-row audit insert, one durable commit) instead
-   * of paying a commit each. Every access still gets its own chained record, written
-   * before its plaintext is released; if the transaction fails, every access in it fails.
-   */
-  function schedule(): void {
-    while (batchesInFlight < MAX_BATCHES_IN_FLIGHT && queue.length > 0) {
-      const batch = queue.splice(0, MAX_BATCH_SIZE);
-      batchesInFlight += 1;
-      void runBatch(batch).finally(() => {
-        batchesInFlight -= 1;
-        schedule();
-      });
-    }
-  }
-
-  async function runBatch(batch: PendingAccess[]): Promise<void> {
-    const outcomes = new Map<PendingAccess, { data: CredentialData } | { error: AppError }>();
-    try {
-      await transaction(async (tx) => {
-        const ids = [...new Set(batch.map((pending) => pending.id))];
-        const locked = new Map((await tx.lockCredentials(ids)).map((row) => [row.credential.id, row]));
-        const heads = await tx.lastAuditHashes(ids);
-        const records: Parameters<CredentialsRepository['insertAudit']> = [];
-        for (const pending of batch) {
-          const { request, id } = pending;
-          const entry = locked.get(id);
-          if (!entry || entry.credential.workspace_id !== request.workspaceId) {
-            outcomes.set(pending, { error: credentialNotFound(id) });
-            continue;
-          }
-          const row = entry.credential;
-          const known = new Set(entry.fields.map((f) => f.name));
-          const unknown = (request.fields ?? []).filter((f) => !known.has(f));
-          if (unknown.length > 0) {
-            outcomes.set(pending, {
-              error: invalidFields(
-                unknown.map((f) => ({ field: 'fields', message: `${f} is not a field of this credential` })),
-              ),
-            });
-            continue;
-          }
-          const destination = request.destination ? destinationOf(request.destination.url) : undefined;
-          const context = {
-            service_name: request.serviceName,
-            ...(request.usedBy?.agentId ? { agent_id: request.usedBy.agentId } : {}),
-            ...(request.usedBy?.runId ? { run_id: request.usedBy.runId } : {}),
-            ...(request.usedBy?.conversationId ? { conversation_id: request.usedBy.conversationId } : {}),
-            ...(destination ? { destination_host: destination } : {}),
-          };
-          const audit = (action: AuditAction, metadata: Record<string, unknown>) => {
-            const record = chainedRecord({
-              credential_id: id,
-              workspace_id: request.workspaceId,
-              action,
-              user_id: request.userId ?? null,
-              ip_address: request.ipAddress ?? null,
-              metadata: { ...context, ...metadata },
-              created_at: clock(),
-            });
-            const prevHash = heads.get(id) ?? '';
-            const hash = chainHash(pending.keys.auditKey, prevHash, record);
-            heads.set(id, hash);
-            records.push({ ...record, prev_hash: prevHash, hash });
-          };
-          if (!row.is_active) {
-            audit('access_denied', { reason: 'inactive' });
-            outcomes.set(pending, {
-              error: forbidden('credential_inactive', `credential ${id} is inactive`),
-            });
-            continue;
-          }
-          if (row.expires_at !== null && row.expires_at < clock()) {
-            audit('access_denied', { reason: 'expired' });
-            outcomes.set(pending, {
-              error: forbidden(
-                'credential_expired',
-                `credential ${id} expired at ${row.expires_at.toISOString()}`,
-              ),
-            });
-            continue;
-          }
-          /** Rule C3b: true (and the refusal recorded) when the destination is not among `allowed`. */
-          const refusedDestination = (allowed: string[] | null) => {
-            if (!destination || !request.destination?.allowedOnly || allowed === null) return false;
-            if (destinationAllowed(destination, allowed)) return false;
-            audit('access_denied', { reason: 'destination_not_allowed' });
-            outcomes.set(pending, {
-              error: forbidden(
-                'destination_not_allowed',
-                `credential ${id} may not be sent to ${destination}: an admin adds that host to the credential's allowed_hosts`,
-              ),
-            });
-            return true;
-          };
-          // An admin's explicit list is checked before the blob is even opened.
-          if (refusedDestination(row.allowed_hosts)) continue;
-          let data: CredentialData;
-          try {
-            data = openCredential<CredentialData>(
-              pending.keys.credentialKey,
-              row.encrypted_data,
-              binding(row),
-            );
-          } catch (error) {
-            if (!(error instanceof EnvelopeError)) throw error;
-            audit('access_failed', { error: error.message });
-            outcomes.set(pending, { error: encryptionKeyError() });
-            continue;
-          }
-          // Without an explicit list, the default comes from the (non-secret) test endpoint fields.
-          if (
-            row.allowed_hosts === null &&
-            refusedDestination(defaultHosts(entry.endpoint, data, new Set(secretFieldNames(entry.fields))))
-          )
-            continue;
-          const fields = request.fields ?? Object.keys(data);
-          audit('accessed', { fields_accessed: fields });
-          outcomes.set(pending, {
-            data: Object.fromEntries(fields.filter((f) => f in data).map((f) => [f, data[f]])),
-          });
-        }
-        // Fail closed: the records are committed before any plaintext is handed out below.
-        await tx.insertAudit(...records);
-      });
-    } catch (error) {
-      for (const pending of batch) pending.reject(error);
-      return;
-    }
-    for (const pending of batch) {
-      const outcome = outcomes.get(pending);
-      if (outcome && 'data' in outcome) pending.resolve(outcome.data);
-      else pending.reject(outcome?.error ?? new Error('access left without an outcome'));
-    }
-  }
-
-  /** Rule C2: every decrypted read goes through here, in the spec's order of checks. */
-  async function access(request: AccessRequest): Promise<CredentialData> {
-    let id = request.id;
-    if (id === undefined) {
-      if (!request.name) throw new AppError(400, 'validation_failed', 'a credential id or name is required');
-      const settings = await settingsOf(request.workspaceId);
-      const environment = settings.environment_lookup ? (request.environment ?? 'production') : undefined;
-      id = (await repo.findCredentialByName(request.workspaceId, request.name, environment))?.id;
-      if (id === undefined) throw credentialNotFound(request.name);
-    }
-    const credentialId = id;
-    const workspaceKeys = await keysOf(request.workspaceId);
-    return new Promise<CredentialData>((resolve, reject) => {
-      queue.push({ request, id: credentialId, keys: workspaceKeys, resolve, reject });
-      schedule();
-    });
-  }
 
   return {
     access,
@@ -593,7 +346,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
             expires_at: input.expires_at ? new Date(input.expires_at) : null,
             created_by: caller.userId,
           });
-          await appendAudit(tx, workspaceKeys.auditKey, {
+          await appendAudit(tx, workspaceKeys.auditKey, clock(), {
             credentialId: id,
             workspaceId: caller.workspaceId,
             action: 'created',
@@ -622,7 +375,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       filter: Omit<CredentialFilter, 'now'>,
     ) {
       const page = await repo.listCredentials(caller.workspaceId, { ...filter, now: clock() });
-      return { ...page, items: page.items.map((item) => present(item.credential, item.type_name)) };
+      return mapItems(page, (item) => present(item.credential, item.type_name));
     },
 
     /** Details: non-secret fields shown, password and hidden fields masked; not an audited access. */
@@ -732,7 +485,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
             }
           }
           const updated = (await tx.updateCredential(caller.workspaceId, id, changes)) ?? row;
-          await appendAudit(tx, workspaceKeys.auditKey, {
+          await appendAudit(tx, workspaceKeys.auditKey, clock(), {
             credentialId: id,
             workspaceId: caller.workspaceId,
             action: 'updated',
@@ -758,7 +511,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       await transaction(async (tx) => {
         const row = await tx.findCredential(caller.workspaceId, id, true);
         if (!row) throw credentialNotFound(id);
-        await appendAudit(tx, workspaceKeys.auditKey, {
+        await appendAudit(tx, workspaceKeys.auditKey, clock(), {
           credentialId: id,
           workspaceId: caller.workspaceId,
           action: 'deleted',
@@ -810,7 +563,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
           test_status: status,
           test_message: result.message,
         });
-        await appendAudit(tx, workspaceKeys.auditKey, {
+        await appendAudit(tx, workspaceKeys.auditKey, clock(), {
           credentialId: id,
           workspaceId: caller.workspaceId,
           action: 'tested',
@@ -843,26 +596,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
     async verifyAudit(caller: Pick<Caller, 'userId' | 'workspaceId' | 'ipAddress'>, id: number) {
       if (!(await repo.findCredential(caller.workspaceId, id))) throw credentialNotFound(id);
       const { auditKey } = await keysOf(caller.workspaceId);
-      const records = await repo.chain(caller.workspaceId, id);
-      let prev = '';
-      for (const record of records) {
-        if (record.prev_hash !== prev) {
-          return {
-            intact: false,
-            records: records.length,
-            first_broken: { id: record.id, reason: 'prev_hash does not match the record before it' },
-          };
-        }
-        if (chainHash(auditKey, prev, chainedRecord(record)) !== record.hash) {
-          return {
-            intact: false,
-            records: records.length,
-            first_broken: { id: record.id, reason: 'content does not match its hash' },
-          };
-        }
-        prev = record.hash;
-      }
-      return { intact: true, records: records.length, first_broken: null };
+      return verifyChain(auditKey, await repo.chain(caller.workspaceId, id));
     },
 
     archive: (

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServiceWorkspace } from '../../../tests/helpers/service-factories.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import type { SettingsActivity } from '../settings/settings.service.ts';
-import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { createFlagsService, ifMatchAdmits } from './flags.service.ts';
 
 let db: TestDb;
@@ -10,14 +10,7 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
-let seq = 0;
-async function newCaller() {
-  seq += 1;
-  const workspace = await createWorkspacesService(db.database.db).createWorkspace(`flag-user-${seq}`, {
-    name: `flags ${seq}`,
-  });
-  return { workspaceId: workspace.id, userId: `flag-user-${seq}` };
-}
+const newCaller = () => buildServiceWorkspace(db.database.db, 'flag-user');
 
 const recorded: unknown[] = [];
 const activity: SettingsActivity = {

@@ -3,6 +3,7 @@ import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalidFields, notFound, preconditionFailed } from '../../errors.ts';
 import { createNormaliser, factsTooLarge, MAX_FACTS_BYTES } from '../../lib/conditions.ts';
+import { type PageRequest, pageOf } from '../../lib/page.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
 import type { SettingsActivity } from '../settings/settings.service.ts';
 import { BUILT_IN_FLAGS, type BuiltInFlag, isBuiltIn } from './built-in.ts';
@@ -181,14 +182,8 @@ export function createFlagsService(deps: FlagsDependencies) {
 
   return {
     /** The workspace's flags, by key: those it stored and the built-in ones it did not. */
-    async list(caller: Pick<Caller, 'workspaceId'>, page: { limit: number; offset: number }) {
-      const all = await allFlags(caller.workspaceId);
-      return {
-        items: all.slice(page.offset, page.offset + page.limit),
-        total: all.length,
-        limit: page.limit,
-        offset: page.offset,
-      };
+    async list(caller: Pick<Caller, 'workspaceId'>, page: PageRequest) {
+      return pageOf(await allFlags(caller.workspaceId), page);
     },
 
     /** One flag; 404 `flag_not_found` for a key the workspace never stored and that is not built in. */

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { abortedWhenClientLeaves } from '../../http/client-gone.ts';
 import { bodyMayBeOmitted } from '../../http/optional-body.ts';
 import { IdParams } from '../../http/schemas.ts';
+import { mapItems } from '../../lib/page.ts';
 import {
   CreateSourceBody,
   DocumentPage,
@@ -47,8 +48,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<KnowledgeRoutesOptions> 
       },
     },
     async (request) => {
-      const page = await knowledge.listSources(request.caller, request.query);
-      return { ...page, items: page.items.map(sourceView) };
+      return mapItems(await knowledge.listSources(request.caller, request.query), sourceView);
     },
   );
 

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServiceWorkspace } from '../../../tests/helpers/service-factories.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import type { Db } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
@@ -13,7 +14,6 @@ import { createActivityService } from '../activity/activity.service.ts';
 import { createMemoryTicketStore } from '../activity/ws-tickets.ts';
 import { createRetrievalService, type RetrievalService } from '../retrieval/retrieval.service.ts';
 import { createSettingsService } from '../settings/settings.service.ts';
-import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { createDocumentIndexer, type DocumentIndexer, MAX_DELIVERIES } from './document-indexer.ts';
 import { createKnowledgeService, type KnowledgeService } from './knowledge.service.ts';
 
@@ -76,13 +76,7 @@ afterAll(async () => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
-let seq = 0;
-async function newCaller() {
-  seq += 1;
-  const userId = `knower-${seq}`;
-  const workspace = await createWorkspacesService(db).createWorkspace(userId, { name: `knowledge ${seq}` });
-  return { userId, workspaceId: workspace.id };
-}
+const newCaller = () => buildServiceWorkspace(db, 'knower');
 
 const markdown = (topic: string) => Buffer.from(`# ${topic}\n\nAll about ${topic}.\n`);
 const never = new AbortController().signal;

@@ -1,5 +1,6 @@
 import { and, count, desc, eq, getTableColumns, inArray, isNull, type SQL, sql } from 'drizzle-orm';
 import { type PageRequest, paginate, totalCount } from '../../db/queries.ts';
+import { rowsOf } from '../../db/rows.ts';
 import {
   type MinePhase,
   type PlaybookAttachmentRow,
@@ -59,8 +60,6 @@ export const MAX_MINED_RUNS = 1_000_000;
 export type { MinePhase, MineStatus, PlaybookMineRow } from '../../db/schema/playbooks.ts';
 
 export const MAX_GOAL_CHARS = 500;
-
-const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
 
 /**
  * A playbook as read: the row and its usage count, the runs of workflows promoted from it
@@ -265,17 +264,17 @@ export function createPlaybooksRepository(db: Db) {
         conditions.push(eq(playbooks.category, filter.category as PlaybookRow['category'] & string));
       if (filter.confidence) conditions.push(bandCondition(filter.confidence));
       const where = and(...conditions);
-      const [items, counted] = await Promise.all([
-        db
-          .select(withUsage)
-          .from(playbooks)
-          .where(where)
-          .orderBy(desc(playbooks.quality_score), playbooks.id)
-          .limit(filter.limit)
-          .offset(filter.offset),
-        db.select({ total: sql<number>`count(*)::int` }).from(playbooks).where(where),
-      ]);
-      return { items, total: Number(counted[0]?.total ?? 0), limit: filter.limit, offset: filter.offset };
+      const rows = await db
+        .select({ ...withUsage, total: totalCount() })
+        .from(playbooks)
+        .where(where)
+        .orderBy(desc(playbooks.quality_score), playbooks.id)
+        .limit(filter.limit)
+        .offset(filter.offset);
+      return paginate(filter, rows, async () => {
+        const [result] = await db.select({ value: count() }).from(playbooks).where(where);
+        return result?.value ?? 0;
+      });
     },
 
     async find(workspaceId: string, id: string): Promise<PlaybookRecord | undefined> {

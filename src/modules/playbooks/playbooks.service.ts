@@ -2,6 +2,7 @@ import type { Caller } from '../../caller.ts';
 import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, infrastructureFailure, invalid, invalidFields, notFound } from '../../errors.ts';
 import { ConditionError, createNormaliser, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
+import { mapItems } from '../../lib/page.ts';
 import type { Logger } from '../../logger.ts';
 import type { ActivityInput, ActivityService } from '../activity/activity.service.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
@@ -454,8 +455,7 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
 
     async list(caller: Who, query: PlaybookFilter & { tenant_id?: string }) {
       const workspaceIds = await scopeOf(caller, query.tenant_id);
-      const page = await repo.list(workspaceIds, query);
-      return { ...page, items: page.items.map(present) };
+      return mapItems(await repo.list(workspaceIds, query), present);
     },
 
     get: async (caller: Who, id: string) => present(await get(caller, id)),

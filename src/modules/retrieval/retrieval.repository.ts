@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
+import { rowsOf } from '../../db/rows.ts';
 import type { Db } from '../../db/transaction.ts';
 
 export type { SearchMode } from '../../db/schema/retrieval.ts';
@@ -102,8 +103,6 @@ export interface SearchCount {
   hits: number;
   results: number;
 }
-
-const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
 
 /**
  * A tsquery literal of one lexeme, quoted as tsquery input wants it (`'`, `\` escaped), so a

@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertDocument, insertSource } from '../../../tests/helpers/knowledge-rows.ts';
+import { buildServiceWorkspace } from '../../../tests/helpers/service-factories.ts';
 import { onPostgres } from '../../../tests/helpers/test-app.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { createSettingsService } from '../settings/settings.service.ts';
-import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { bm25, type CorpusStats, weighTerms } from './ranking.ts';
 import { createRetrievalRepository } from './retrieval.repository.ts';
 import {
@@ -34,13 +34,10 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-let seq = 0;
 async function newWorkspace() {
-  seq += 1;
-  const userId = `searcher-${seq}`;
-  const workspace = await createWorkspacesService(db).createWorkspace(userId, { name: `retrieval ${seq}` });
-  const source = await insertSource(db, workspace.id);
-  return { userId, workspaceId: workspace.id, sourceId: source.id };
+  const workspace = await buildServiceWorkspace(db, 'searcher');
+  const source = await insertSource(db, workspace.workspaceId);
+  return { ...workspace, sourceId: source.id };
 }
 
 const KEYWORD_ONLY = { provider: NO_EMBEDDING, model: NO_EMBEDDING };

@@ -4,6 +4,7 @@ import type { PlaybookTrigger, ToolCallRecord } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import { infrastructureFailure } from '../../errors.ts';
 import type { EventHub } from '../../events/event-hub.ts';
+import { retryDelayMs } from '../../lib/backoff.ts';
 import { type AgentTurn, startAgentTurn } from '../agents/agent-turn.service.ts';
 import type { AgentRow, AgentsService } from '../agents/agents.service.ts';
 import type { PoliciesService } from '../policies/policies.service.ts';
@@ -11,7 +12,6 @@ import type { ModelTurns } from '../providers/providers.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
 import { type CommitRunChange, RUN_CONTROL_TOPIC, type WriteRun } from './run-log.ts';
 import { agentPrompt, MERGE_SYSTEM, mergePrompt, systemPrompt, withPlaybooks } from './run-prompts.ts';
-import { retryDelayMs } from './run-state.ts';
 import type { RunEnd, RunRow } from './runs.repository.ts';
 import { createRunStatements, type RunPlaybooks, type StepRecord } from './runs.statements.ts';
 
@@ -323,7 +323,7 @@ export function createRunEngine(deps: RunEngineDependencies) {
         const infrastructure = infrastructureFailure(error);
         if (infrastructure) throw infrastructure;
         if (attempt < attempts) {
-          await wait(retryDelayMs(attempt, 500, 30_000, deps.random), signal).catch(() => {
+          await wait(retryDelayMs(attempt, 500, { capMs: 30_000, random: deps.random }), signal).catch(() => {
             throw signal.reason;
           });
           continue;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canTransition, goalPlaceholders, isFinal, renderGoal, retryDelayMs } from './run-state.ts';
+import { canTransition, goalPlaceholders, isFinal, renderGoal } from './run-state.ts';
 
 describe('run transitions', () => {
   it('allows the documented moves and nothing out of a final status', () => {
@@ -30,14 +30,5 @@ describe('goal rendering', () => {
 
   it('does not let an input inject another placeholder', () => {
     expect(renderGoal('{{a}}/{{b}}', { a: '{{b}}', b: 'B' }).text).toBe('{{b}}/B');
-  });
-});
-
-describe('retry delay', () => {
-  it('grows exponentially within half to all of the ceiling, capped', () => {
-    expect(retryDelayMs(1, 500, 30_000, () => 0)).toBe(250);
-    expect(retryDelayMs(1, 500, 30_000, () => 1)).toBe(500);
-    expect(retryDelayMs(3, 500, 30_000, () => 1)).toBe(2000);
-    expect(retryDelayMs(20, 500, 30_000, () => 1)).toBe(30_000);
   });
 });

@@ -44,12 +44,3 @@ export function renderGoal(
   if (missing.length > 0) return { missing };
   return { text: goal.replace(GOAL_PLACEHOLDER, (_, name: string) => inputs[name] as string), missing: [] };
 }
-
-/**
- * Delay before retry `attempt` (1 for the first retry): exponential from `baseMs`, capped,
- * with full jitter so that retries of many runs failing together spread out.
- */
-export function retryDelayMs(attempt: number, baseMs = 500, capMs = 30_000, random = Math.random): number {
-  const ceiling = Math.min(capMs, baseMs * 2 ** (attempt - 1));
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}

@@ -18,6 +18,7 @@ import {
 } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import { decodeRow, paginate, totalCount } from '../../db/queries.ts';
+import { rowsOf } from '../../db/rows.ts';
 import { type RunStatus, runEvents, runSteps, runs } from '../../db/schema/runs.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { RatioArm } from '../../lib/stats/experiment-stats.ts';
@@ -424,7 +425,7 @@ export function createRunsRepository(db: Db) {
                sum(runs) as sum_runs, sum(runs * runs) as sum_runs_sq,
                sum(successes * runs) as sum_success_runs, sum(cost * runs) as sum_cost_runs
           from per_unit group by variant`);
-      return (result as unknown as { rows: Record<string, unknown>[] }).rows.map((row) => ({
+      return rowsOf<Record<string, unknown>>(result).map((row) => ({
         variant: String(row.variant),
         units_with_runs: Number(row.units_with_runs),
         sum_success: Number(row.sum_success),
@@ -461,7 +462,7 @@ export function createRunsRepository(db: Db) {
                sum(hits * hits) as sum_xx, sum(searches * searches) as sum_yy,
                sum(hits * searches) as sum_xy
           from per_unit group by variant`);
-      return (result as unknown as { rows: Record<string, unknown>[] }).rows.map((row) => ({
+      return rowsOf<Record<string, unknown>>(result).map((row) => ({
         variant: String(row.variant),
         units: Number(row.units),
         sum_x: Number(row.sum_x),

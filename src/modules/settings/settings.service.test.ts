@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServiceWorkspace } from '../../../tests/helpers/service-factories.ts';
 import { createTestDb, type TestDb } from '../../../tests/helpers/test-db.ts';
 import { inTransaction } from '../../db/transaction.ts';
 import { createLocalEventHub } from '../../events/event-hub.ts';
-import { createWorkspacesService } from '../workspaces/workspaces.service.ts';
 import { createSettingsService, SETTINGS_CACHE_TTL_MS, SETTINGS_TOPIC } from './settings.service.ts';
 
 let db: TestDb;
@@ -12,15 +12,8 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
-let seq = 0;
 /** A new workspace (settings rows reference one). */
-async function newWorkspace() {
-  seq += 1;
-  const workspace = await createWorkspacesService(db.database.db).createWorkspace(`user-${seq}`, {
-    name: `workspace ${seq}`,
-  });
-  return { workspaceId: workspace.id };
-}
+const newWorkspace = () => buildServiceWorkspace(db.database.db, 'user');
 
 describe('settings service', () => {
   it('answers the defaults, keeps keys a partial update leaves out, and isolates workspaces', async () => {

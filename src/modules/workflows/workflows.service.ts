@@ -1,4 +1,3 @@
-import type { SQL } from 'drizzle-orm';
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { type AppError, invalidFields, notFound } from '../../errors.ts';
@@ -111,7 +110,7 @@ export function createWorkflowsService(db: Db, deps: WorkflowsDependencies) {
      * The same inside a run's own statement (its start, its end): the workflow's row is
      * changed, and locked, only when its status changes, and for that one statement's time.
      */
-    statusFromRun: (status: WorkflowRow['status'], when?: SQL) => repo.statusFromRun(status, when),
+    statusFromRun: repo.statusFromRun,
 
     /** For agents, inside their delete transaction: the agent leaves every workflow. */
     removeAgent: (tx: Db, workspaceId: string, agentId: string) =>

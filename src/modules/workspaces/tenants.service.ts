@@ -1,6 +1,7 @@
 import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import { conflict, forbidden, invalid, notFound } from '../../errors.ts';
 import { accessTopic, type EventHub } from '../../events/event-hub.ts';
+import { mapItems, type PageRequest } from '../../lib/page.ts';
 import { isTimeZone } from '../../lib/time-zone.ts';
 import type { AuditRecorder } from '../audit/audit.service.ts';
 import type { SettingsActivity } from '../settings/settings.service.ts';
@@ -114,20 +115,17 @@ export function createTenantsService(deps: TenantsDependencies) {
 
   return {
     /** The tenants the caller administers (all for platform operators), each with its workspaces. */
-    async list(userId: string, page: { limit: number; offset: number }) {
+    async list(userId: string, page: PageRequest) {
       const result = await repo.listAdministered(userId, isOperator(userId), page);
       const workspaces = await repo.workspacesOf(result.items.map((tenant) => tenant.id));
-      return {
-        ...result,
-        items: result.items.map((tenant) =>
-          present(
-            tenant,
-            workspaces
-              .filter((workspace) => workspace.tenant_id === tenant.id)
-              .map(({ tenant_id: _tenant, ...workspace }) => workspace),
-          ),
+      return mapItems(result, (tenant) =>
+        present(
+          tenant,
+          workspaces
+            .filter((workspace) => workspace.tenant_id === tenant.id)
+            .map(({ tenant_id: _tenant, ...workspace }) => workspace),
         ),
-      };
+      );
     },
 
     /**

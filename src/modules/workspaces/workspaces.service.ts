@@ -4,6 +4,7 @@ import { type AppError, conflict, forbidden, invalid, notFound } from '../../err
 import { accessTopic, type EventHub } from '../../events/event-hub.ts';
 import { hashApiKey, looksLikeApiKey, mintApiKey } from '../../lib/api-key.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
+import { mapItems, type PageRequest } from '../../lib/page.ts';
 import type { AuditRecorder, RecordedBy } from '../audit/audit.service.ts';
 import {
   type ApiKeyRow,
@@ -12,11 +13,6 @@ import {
   type Role,
   type WorkspacesRepository,
 } from './workspaces.repository.ts';
-
-interface Page {
-  limit: number;
-  offset: number;
-}
 
 const API_KEY_TOUCH_INTERVAL_MS = 60_000;
 
@@ -243,7 +239,7 @@ export function createWorkspacesService(
       return { id: created.id, tenant_id: created.tenant_id };
     },
 
-    listMembers: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, page: Page) =>
+    listMembers: (caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, page: PageRequest) =>
       repo.listMembers(caller.workspaceId, page),
 
     async addMember(caller: Actor, input: { user_id: string; role: Role }) {
@@ -321,9 +317,8 @@ export function createWorkspacesService(
       return { ...presentApiKey(row), key: minted.key };
     },
 
-    async listApiKeys(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, page: Page) {
-      const keysPage = await repo.listApiKeys(caller.workspaceId, page);
-      return { ...keysPage, items: keysPage.items.map(presentApiKey) };
+    async listApiKeys(caller: Pick<Caller, 'userId' | 'workspaceId' | 'role'>, page: PageRequest) {
+      return mapItems(await repo.listApiKeys(caller.workspaceId, page), presentApiKey);
     },
 
     async revokeApiKey(caller: Actor, id: string) {
