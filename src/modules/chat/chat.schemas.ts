@@ -23,37 +23,43 @@ export const ChatBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const ConversationSchema = Type.Object({
-  id: Uuid(),
-  workspace_id: Uuid(),
-  agent_id: Nullable(Uuid()),
-  user_id: Type.String(),
-  title: Type.String({ description: 'the first message, on one line, cut at 80 characters' }),
-  created_at: Timestamp(),
-  updated_at: Timestamp(),
-  last_message_at: Timestamp(),
-});
+export const ConversationSchema = Type.Object(
+  {
+    id: Uuid(),
+    workspace_id: Uuid(),
+    agent_id: Nullable(Uuid()),
+    user_id: Type.String(),
+    title: Type.String({ description: 'the first message, on one line, cut at 80 characters' }),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+    last_message_at: Timestamp(),
+  },
+  { $id: 'Conversation' },
+);
 
-export const MessageSchema = Type.Object({
-  id: Type.Integer({ description: 'orders the history; the cursor of `after`' }),
-  conversation_id: Uuid(),
-  role: MessageRoleSchema,
-  content: Type.String(),
-  tool_calls: Type.Array(ToolCallRecordSchema),
-  citations: Type.Array(CitationSchema, {
-    description: 'the knowledge passages the answer quotes, as its `citation` events gave them',
-  }),
-  usage: Nullable(UsageSchema),
-  cost: Nullable(
-    Type.Number({ description: 'in the workspace’s price unit; 0 when the model has no price' }),
-  ),
-  price: Nullable(AppliedPriceSchema),
-  latency_ms: Nullable(Type.Integer()),
-  provider: Nullable(Type.String()),
-  model: Nullable(Type.String()),
-  error: Nullable(Type.String({ description: 'why an answer failed or stopped, as `<code>: <message>`' })),
-  created_at: Timestamp(),
-});
+export const MessageSchema = Type.Object(
+  {
+    id: Type.Integer({ description: 'orders the history; the cursor of `after`' }),
+    conversation_id: Uuid(),
+    role: MessageRoleSchema,
+    content: Type.String(),
+    tool_calls: Type.Array(ToolCallRecordSchema),
+    citations: Type.Array(CitationSchema, {
+      description: 'the knowledge passages the answer quotes, as its `citation` events gave them',
+    }),
+    usage: Nullable(UsageSchema),
+    cost: Nullable(
+      Type.Number({ description: 'in the workspace’s price unit; 0 when the model has no price' }),
+    ),
+    price: Nullable(AppliedPriceSchema),
+    latency_ms: Nullable(Type.Integer()),
+    provider: Nullable(Type.String()),
+    model: Nullable(Type.String()),
+    error: Nullable(Type.String({ description: 'why an answer failed or stopped, as `<code>: <message>`' })),
+    created_at: Timestamp(),
+  },
+  { $id: 'Message' },
+);
 
 export const ConversationPage = Page(ConversationSchema);
 
@@ -70,11 +76,14 @@ export const ConversationHistoryQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 200, default: 100, description: 'messages per page, 1 to 200' }),
 });
 
-export const ConversationDetail = Type.Object({
-  ...ConversationSchema.properties,
-  messages: Type.Array(MessageSchema, { description: 'oldest first' }),
-  next_cursor: Nullable(Type.Integer({ description: 'the `after` of the next page; null at the end' })),
-});
+export const ConversationDetail = Type.Object(
+  {
+    ...ConversationSchema.properties,
+    messages: Type.Array(MessageSchema, { description: 'oldest first' }),
+    next_cursor: Nullable(Type.Integer({ description: 'the `after` of the next page; null at the end' })),
+  },
+  { $id: 'ConversationDetail' },
+);
 
 /** The documented shape of the answer stream (written by `http/sse.ts`, not serialised by this schema). */
 export const ChatStreamResponse = {

@@ -143,27 +143,30 @@ export const GetPolicyQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const PolicySchema = Type.Object({
-  policy_id: Type.String(),
-  version: Type.Integer({ description: 'the version shown' }),
-  content_hash: Type.String({ description: 'sha256 of the content’s canonical JSON' }),
-  content: PolicyContentSchema,
-  labels: Type.Record(Type.String(), Type.Integer(), {
-    description: 'every label and the version it points at',
-  }),
-  versions: Type.Array(
-    Type.Object({
-      version: Type.Integer(),
-      content_hash: Type.String(),
-      labels: Type.Array(Type.String()),
-      created_by: Type.String(),
-      created_at: Type.String({ format: 'date-time' }),
+export const PolicySchema = Type.Object(
+  {
+    policy_id: Type.String(),
+    version: Type.Integer({ description: 'the version shown' }),
+    content_hash: Type.String({ description: 'sha256 of the content’s canonical JSON' }),
+    content: PolicyContentSchema,
+    labels: Type.Record(Type.String(), Type.Integer(), {
+      description: 'every label and the version it points at',
     }),
-    { description: 'every version, newest first' },
-  ),
-  created_by: Type.String(),
-  created_at: Type.String({ format: 'date-time' }),
-});
+    versions: Type.Array(
+      Type.Object({
+        version: Type.Integer(),
+        content_hash: Type.String(),
+        labels: Type.Array(Type.String()),
+        created_by: Type.String(),
+        created_at: Type.String({ format: 'date-time' }),
+      }),
+      { description: 'every version, newest first' },
+    ),
+    created_by: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Policy' },
+);
 
 export const AssembleBody = Type.Object(
   {

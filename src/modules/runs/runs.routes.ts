@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { LiveStreams } from '../../http/live-streams.ts';
 import { bodyMayBeOmitted } from '../../http/optional-body.ts';
-import { IdParams } from '../../http/schemas.ts';
+import { IdParams, Json, LocationHeader } from '../../http/schemas.ts';
 import { resumePoint, sendEventStream } from '../../http/sse.ts';
 import {
   ListRunsQuery,
@@ -30,6 +30,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     {
       preValidation: bodyMayBeOmitted,
       schema: {
+        operationId: 'startWorkflowRun',
         tags,
         summary: 'Run a workflow',
         description:
@@ -37,7 +38,14 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
         params: IdParams,
         headers: StartRunHeaders,
         body: Type.Optional(StartRunBody),
-        response: { 202: RunSchema },
+        response: {
+          202: Json('The queued run (or, for a repeated Idempotency-Key, the run it started)', RunSchema, {
+            ...LocationHeader('the run'),
+            'Idempotent-Replayed': Type.Literal('true', {
+              description: 'sent when a repeated Idempotency-Key answered the run it started',
+            }),
+          }),
+        },
       },
     },
     async (request, reply) => {
@@ -56,12 +64,13 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     '/runs',
     {
       schema: {
+        operationId: 'listRuns',
         tags,
         summary: 'List runs',
         description:
           'Runs of the current workspace, newest first. Filters: workflow_id, agent_id (runs whose workflow had that agent), status, from/to (created_at).',
         querystring: ListRunsQuery,
-        response: { 200: RunPage },
+        response: { 200: Json('A page of runs', RunPage) },
       },
     },
     async (request) => runs.list(request.caller, request.query),
@@ -71,11 +80,12 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     '/runs/summary',
     {
       schema: {
+        operationId: 'getRunsSummary',
         tags,
         summary: 'Recent runs feed',
         description: 'The rolling feed of recent runs, newest first, with duration, tokens, cost and status.',
         querystring: RunSummaryQuery,
-        response: { 200: RunSummarySchema },
+        response: { 200: Json('The recent runs feed', RunSummarySchema) },
       },
     },
     async (request) => ({ items: await runs.summary(request.caller, request.query.limit) }),
@@ -85,12 +95,13 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     '/runs/:id',
     {
       schema: {
+        operationId: 'getRun',
         tags,
         summary: 'Get a run',
         description:
           'One run with every attempt of every step: agent, prompt, tool calls, output, tokens, cost, latency, error.',
         params: IdParams,
-        response: { 200: RunWithStepsSchema },
+        response: { 200: Json('The run and its steps', RunWithStepsSchema) },
       },
     },
     async (request) => runs.getWithSteps(request.caller, request.params.id),
@@ -101,11 +112,12 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
       `/runs/:id/${action}`,
       {
         schema: {
+          operationId: `${action}Run`,
           tags,
           summary: `${action[0]?.toUpperCase()}${action.slice(1)} a run`,
           description: ACTION_DESCRIPTIONS[action],
           params: IdParams,
-          response: { 200: RunSchema },
+          response: { 200: Json(ACTION_ANSWERS[action], RunSchema) },
         },
       },
       async (request) => runs[action](request.caller, request.params.id),
@@ -116,6 +128,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     '/runs/:id/events',
     {
       schema: {
+        operationId: 'followRunEvents',
         tags,
         summary: 'Follow a run (Server-Sent Events)',
         description:
@@ -145,6 +158,12 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     },
   );
 };
+
+const ACTION_ANSWERS = {
+  cancel: 'The run, Cancelled (or still Running with control "cancel")',
+  pause: 'The run, Paused (or still Running with control "pause")',
+  resume: 'The run, Queued again',
+} as const;
 
 const ACTION_DESCRIPTIONS = {
   cancel:
