@@ -15,16 +15,35 @@ interface DocumentedResponse {
   content?: Record<string, { schema?: { $ref?: string; allOf?: { $ref?: string }[] } }>;
 }
 
-/** See `transform` in swaggerOptions: a named JSON schema of a response, nested for the document. */
-function nestNamedJson(answer: unknown): unknown {
+/** A copy of `schema` in which every named subschema is a reference to its component. */
+function referNamed(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(referNamed);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id === 'string') return { $ref: `#/components/schemas/${id}` };
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, referNamed(value)]));
+}
+
+/**
+ * See `transform` in swaggerOptions: a named JSON schema of a response, nested for the
+ * document; in other media types (event streams), the named schemas they hold referenced.
+ */
+function documentResponse(answer: unknown): unknown {
   const { description, content, headers } = answer as {
     description?: string;
     content?: Record<string, { schema?: { $id?: unknown } }>;
     headers?: unknown;
   };
-  const schema = content?.['application/json']?.schema;
-  if (!content || Object.keys(content).length !== 1 || typeof schema?.$id !== 'string') return answer;
-  return { description, ...(headers ? { headers } : {}), allOf: [schema] };
+  if (!content) return answer;
+  const schema = content['application/json']?.schema;
+  if (Object.keys(content).length === 1 && typeof schema?.$id === 'string') {
+    return { description, ...(headers ? { headers } : {}), allOf: [schema] };
+  }
+  const media = Object.entries(content).map(([type, { schema, ...rest }]) => [
+    type,
+    { ...rest, schema: Object.fromEntries(Object.entries(schema ?? {}).map(([k, v]) => [k, referNamed(v)])) },
+  ]);
+  return { ...(answer as object), content: Object.fromEntries(media) };
 }
 
 const problemResponse = (description: string) => ({
@@ -105,12 +124,14 @@ export function swaggerOptions(authMode: 'oidc' | 'dev'): SwaggerOptions {
     // A JSON response whose schema is named (`$id`, see `Json` in schemas.ts) is documented
     // as a reference to its component: @fastify/swagger names the schemas nested in a
     // response schema, not the one a `content` entry holds, so the named schema is nested
-    // (`allOf`) here, for the document only, and the wrapper dropped again below.
+    // (`allOf`) here, for the document only, and the wrapper dropped again below. The named
+    // schemas an event stream's events hold are referenced (a test checks every reference
+    // resolves).
     transform: ({ schema, url }) => {
       const response = (schema as { response?: Record<string, unknown> } | undefined)?.response;
       if (!response) return { schema, url };
       const documented = Object.fromEntries(
-        Object.entries(response).map(([status, answer]) => [status, nestNamedJson(answer)]),
+        Object.entries(response).map(([status, answer]) => [status, documentResponse(answer)]),
       );
       return { schema: { ...schema, response: documented }, url };
     },

@@ -84,6 +84,49 @@ export const Json = <T extends TSchema>(
   ...(headers ? { headers } : {}),
 });
 
+/**
+ * A `text/event-stream` response, one schema per event name: each event is documented as
+ * `{event, data, id?}` (its name, its JSON payload, and what its id is, when it has one), so a generated client gets a union it can narrow by `event`.
+ * Documentation only: `http/sse.ts` writes the frames. `events` maps a name to its payload; a
+ * stream whose names are open (activity kinds) passes a `Type.String()` name instead.
+ */
+export const EventStream = (
+  description: string,
+  events: { name: string | TSchema; data: TSchema; id?: string; description?: string }[],
+) => ({
+  description,
+  content: {
+    'text/event-stream': {
+      schema: Type.Union(
+        events.map(({ name, data, id, description: about }) =>
+          Type.Object(
+            {
+              ...(id ? { id: Type.String({ description: id }) } : {}),
+              event: typeof name === 'string' ? Type.Literal(name) : name,
+              data,
+            },
+            about ? { description: about } : {},
+          ),
+        ),
+        {
+          description: 'one Server-Sent Event; a `: heartbeat` comment line every 15 s keeps the stream open',
+        },
+      ),
+    },
+  },
+});
+
+/** The last event of a stream that fails or whose access is withdrawn (`http/sse.ts`). */
+export const StreamErrorEvent = {
+  name: 'error',
+  data: Type.Object({
+    code: Type.String({ description: 'an error code of the catalogue, e.g. access_revoked' }),
+    status: Type.Integer(),
+    message: Type.String(),
+  }),
+  description: 'the stream failed or the caller’s access was withdrawn; the stream ends after it',
+};
+
 /** A response without a body (204), and what it means. */
 export const NoContent = (description: string) => Type.Null({ description });
 

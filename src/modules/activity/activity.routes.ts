@@ -4,11 +4,12 @@ import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import { AppError } from '../../errors.ts';
 import type { LiveStream, LiveStreams } from '../../http/live-streams.ts';
-import { Json } from '../../http/schemas.ts';
+import { EventStream, Json } from '../../http/schemas.ts';
 import { resumePoint, type SseEvent, sendEventStream } from '../../http/sse.ts';
 import {
   ActivityPage,
   ActivitySocketQuery,
+  ActivityStreamEvents,
   ListActivityQuery,
   StreamActivityHeaders,
   StreamActivityQuery,
@@ -80,10 +81,10 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
         querystring: StreamActivityQuery,
         headers: StreamActivityHeaders,
         response: {
-          200: {
-            description: 'The event stream (text/event-stream), open until the client disconnects',
-            content: { 'text/event-stream': { schema: Type.String() } },
-          },
+          200: EventStream(
+            'The workspace’s activity, open until the client disconnects',
+            ActivityStreamEvents,
+          ),
         },
       },
     },

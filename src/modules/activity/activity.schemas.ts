@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { ActivityKindSchema } from '../../db/schema/activity.ts';
-import { Timestamp } from '../../http/schemas.ts';
+import { StreamErrorEvent, Timestamp } from '../../http/schemas.ts';
 
 /** An activity event id: the feed's growing bigint, as large as a JSON number holds exactly. */
 const EventId = (options: Record<string, unknown> = {}) =>
@@ -102,3 +102,19 @@ export const WsTicketSchema = Type.Object({
   ticket: Type.String({ description: 'pass as ?ticket= to GET /api/ws; redeemable once' }),
   expires_in: Type.Integer({ description: 'seconds until the ticket expires' }),
 });
+
+/** The events of `GET /activity/stream`, as `EventStream` documents them. */
+export const ActivityStreamEvents = [
+  {
+    name: 'ready',
+    data: Type.Object({ after: Type.Integer({ description: 'the id the stream follows from' }) }),
+    description: 'first: the stream is following',
+  },
+  {
+    name: Type.String({ description: 'the event’s kind, e.g. run.completed (docs/activity.md)' }),
+    id: 'the event id: send it back as Last-Event-ID to resume after it',
+    data: ActivityEventSchema,
+    description: 'an activity event, named by its kind',
+  },
+  StreamErrorEvent,
+];

@@ -2,13 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { LiveStreams } from '../../http/live-streams.ts';
 import { bodyMayBeOmitted } from '../../http/optional-body.ts';
-import { IdParams, Json, LocationHeader } from '../../http/schemas.ts';
+import { EventStream, IdParams, Json, LocationHeader } from '../../http/schemas.ts';
 import { resumePoint, sendEventStream } from '../../http/sse.ts';
 import {
   ListRunsQuery,
   RunEventsQuery,
   RunPage,
   RunSchema,
+  RunStreamEvents,
   RunSummaryQuery,
   RunSummarySchema,
   RunWithStepsSchema,
@@ -136,10 +137,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
         params: IdParams,
         querystring: RunEventsQuery,
         response: {
-          200: {
-            description: 'an event stream',
-            content: { 'text/event-stream': { schema: Type.String() } },
-          },
+          200: EventStream('The run’s events, until it ends', RunStreamEvents),
         },
       },
     },

@@ -10,7 +10,7 @@ import {
   ToolCallRecordSchema,
 } from '../../db/schema/runs.ts';
 import { AppliedPriceSchema } from '../../db/schema/settings.ts';
-import { DateTime, Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
+import { DateTime, Page, PageQuery, StreamErrorEvent, Timestamp, Uuid } from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
@@ -163,3 +163,36 @@ export const RunEventsQuery = Type.Object({
     }),
   ),
 });
+
+/** The run event names of the log (docs/runs.md). */
+const RUN_EVENT_NAMES = [
+  'run.queued',
+  'run.started',
+  'step.started',
+  'tool_call',
+  'step.completed',
+  'step.failed',
+  'run.paused',
+  'run.resumed',
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+] as const;
+
+/** The events of `GET /runs/:id/events`, as `EventStream` documents them. */
+export const RunStreamEvents = [
+  { name: 'run', data: RunSchema, description: 'first, the run as it is (no id)' },
+  {
+    name: Type.Unsafe<(typeof RUN_EVENT_NAMES)[number]>({ type: 'string', enum: [...RUN_EVENT_NAMES] }),
+    id: 'the event id: send it back as Last-Event-ID to resume after it',
+    data: Type.Object(
+      { run_id: Uuid(), created_at: Timestamp() },
+      {
+        additionalProperties: true,
+        description: 'the logged event’s fields (docs/runs.md), with its run and time',
+      },
+    ),
+    description: 'an event of the run’s log, oldest first, then live',
+  },
+  StreamErrorEvent,
+];
