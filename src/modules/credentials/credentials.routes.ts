@@ -5,9 +5,9 @@ import { Json, NoContent } from '../../http/schemas.ts';
 import {
   ArchivePage,
   ArchiveQuery,
-  AuditPage,
   CreateCredentialBody,
   CreateCredentialTypeBody,
+  CredentialAuditPage,
   CredentialDetailsSchema,
   CredentialIdParams,
   CredentialPage,
@@ -265,7 +265,7 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
           'The credential’s audit records, newest first. Filters: action, from (inclusive), to (exclusive). Page by `after` (the previous page’s `next_cursor`: records older than that id), which stays stable while records are added; `limit`/`offset` keep working.',
         params: CredentialIdParams,
         querystring: ListAuditQuery,
-        response: { 200: Json('A page of the credential’s audit records', AuditPage) },
+        response: { 200: Json('A page of the credential’s audit records', CredentialAuditPage) },
       },
     },
     async (request) => {

@@ -171,12 +171,18 @@ const auditFields = {
   hash: Type.String({ description: 'HMAC-SHA256 over the canonical record and prev_hash' }),
 };
 
-export const AuditPage = Type.Object({
-  ...Page(Type.Object(auditFields)).properties,
-  next_cursor: Nullable(
-    Type.Integer({ description: 'pass as `after` for the next (older) page; null when no record is left' }),
-  ),
-});
+/** One record of a credential's audit trail. */
+export const CredentialAuditRecordSchema = Type.Object(auditFields, { $id: 'CredentialAuditRecord' });
+
+export const CredentialAuditPage = Type.Object(
+  {
+    ...Page(CredentialAuditRecordSchema).properties,
+    next_cursor: Nullable(
+      Type.Integer({ description: 'pass as `after` for the next (older) page; null when no record is left' }),
+    ),
+  },
+  { $id: 'CredentialAuditRecordPage' },
+);
 
 export const ListAuditQuery = Type.Object({
   action: Type.Optional(AuditActionSchema),
@@ -199,12 +205,15 @@ export const VerifySchema = Type.Object({
 });
 
 export const ArchivePage = Page(
-  Type.Object({
-    ...auditFields,
-    original_id: Type.Integer(),
-    credential_name: Type.String(),
-    archived_at: Timestamp(),
-  }),
+  Type.Object(
+    {
+      ...auditFields,
+      original_id: Type.Integer(),
+      credential_name: Type.String(),
+      archived_at: Timestamp(),
+    },
+    { $id: 'ArchivedAuditRecord' },
+  ),
 );
 
 export const ArchiveQuery = Type.Object({
