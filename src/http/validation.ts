@@ -84,6 +84,10 @@ export function toFieldErrors(errors: ErrorObject[], context: string): FieldErro
       case 'oneOf':
         message = 'does not match any allowed form';
         break;
+      case 'not':
+        // Schemas use `not` for fields that exclude each other (`LabelOrVersion`).
+        message = 'combines fields that exclude each other (see the field descriptions)';
+        break;
     }
     const field = [part, ...pointer].join('.');
     // The first error per field is the most specific; anyOf summaries come last.

@@ -79,7 +79,10 @@ const TimeRange = Type.Union(
     StringEnum(['last_7_days', 'last_30_days', 'last_90_days'] as const),
     Type.Object(
       { from: Timestamp(), to: Type.Optional(Timestamp()) },
-      { additionalProperties: false, description: 'a custom range; `to` defaults to now' },
+      {
+        additionalProperties: false,
+        description: 'a custom range, `from` before `to`; `to` defaults to now',
+      },
     ),
   ],
   { description: 'which finished runs are mined (by their end time); default last_30_days' },
@@ -243,14 +246,21 @@ export const ScheduleSchema = Type.Object({
 export const PutScheduleBody = Type.Object(
   {
     cron: Type.Optional(
-      Nullable(Type.String({ minLength: 1, maxLength: 100, description: 'null: back to 0 2 * * *' })),
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description:
+            'five-field cron (minute hour day-of-month month day-of-week); null: back to 0 2 * * *',
+        }),
+      ),
     ),
     time_zone: Type.Optional(
       Nullable(
         Type.String({
           minLength: 1,
           maxLength: 64,
-          description: 'null: back to the tenant’s time zone, else UTC',
+          description: 'an IANA time zone (Europe/Paris); null: back to the tenant’s time zone, else UTC',
         }),
       ),
     ),
