@@ -20,8 +20,15 @@ const Version = Type.Integer({
   maximum: 1_000_000,
   description: 'a version number; not together with label',
 });
-/** A label or a version names a policy version, never both: said in the schema, checked by Ajv. */
-const LabelOrVersion = { not: { required: ['label', 'version'] } };
+/**
+ * A label or a version names a policy version, never both: said in the schema (with a label,
+ * no version), checked by Ajv, and the error names `version`.
+ */
+const LabelOrVersion = {
+  if: { required: ['label'] },
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a thenable
+  then: { properties: { version: false } },
+};
 
 export const PolicyParams = Type.Object({ policy_id: PolicyId });
 
