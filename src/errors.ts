@@ -43,6 +43,7 @@ export const ERROR_CODES = {
   flag_not_found: 404,
   policy_not_found: 404,
   experiment_not_found: 404,
+  method_not_allowed: 405,
   request_timeout: 408,
   member_exists: 409,
   last_owner: 409,

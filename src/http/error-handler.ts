@@ -197,15 +197,67 @@ export function registerErrorHandling(
     else if (problem.status > 500) request.log.warn({ err: error }, 'request failed: service unavailable');
     return sendProblem(reply, problem, headers);
   });
+  const routes = createRouteTable();
+  app.addHook('onRoute', (route) => routes.add(route.method, route.url));
   app.setNotFoundHandler((request, reply) => {
-    const problem: Problem = {
-      type: 'about:blank',
-      title: 'Not Found',
-      status: 404,
-      detail: `no route for ${request.method} ${request.url.split('?')[0]}`,
-      code: 'route_not_found',
-      request_id: request.id,
-    };
-    return sendProblem(reply, problem);
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = routes.methodsOf(path);
+    // A path that exists with other methods is 405 naming them (RFC 9110 15.5.6), not 404.
+    const problem: Problem =
+      allowed.length > 0
+        ? {
+            type: 'about:blank',
+            title: 'Method Not Allowed',
+            status: 405,
+            detail: `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
+            code: 'method_not_allowed',
+            request_id: request.id,
+          }
+        : {
+            type: 'about:blank',
+            title: 'Not Found',
+            status: 404,
+            detail: `no route for ${request.method} ${path}`,
+            code: 'route_not_found',
+            request_id: request.id,
+          };
+    return sendProblem(reply, problem, allowed.length > 0 ? { allow: allowed.join(', ') } : undefined);
   });
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The methods each route path answers, to tell "no such path" (404) from "not with this
+ * method" (405). Paths match as the router matches them: a `:param` is one non-empty
+ * segment, a trailing slash is ignored (`ignoreTrailingSlash`); catch-all (`*`) routes,
+ * such as a CORS preflight, say nothing about a path and are left out.
+ */
+function createRouteTable() {
+  const routes: { pattern: RegExp; methods: Set<string> }[] = [];
+  const byUrl = new Map<string, Set<string>>();
+  return {
+    add(method: string | string[], url: string): void {
+      if (url.includes('*')) return;
+      let methods = byUrl.get(url);
+      if (!methods) {
+        methods = new Set();
+        byUrl.set(url, methods);
+        const source = url
+          .replace(/\/+$/, '')
+          .split('/')
+          .map((segment) => (segment.startsWith(':') ? '[^/]+' : escapeRegExp(segment)))
+          .join('/');
+        routes.push({ pattern: new RegExp(`^${source}/?$`), methods });
+      }
+      for (const one of [method].flat()) methods.add(one.toUpperCase());
+    },
+    methodsOf(path: string): string[] {
+      const methods = new Set<string>();
+      for (const route of routes) {
+        if (route.pattern.test(path)) for (const method of route.methods) methods.add(method);
+      }
+      return [...methods].sort();
+    },
+  };
 }

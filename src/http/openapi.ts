@@ -2,18 +2,83 @@ import type { SwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { BODY_OPTIONAL, bodyMayBeOmitted } from './optional-body.ts';
 
+interface QueryParameter {
+  in: string;
+  required?: boolean;
+  schema?: { default?: unknown };
+}
+
+interface DocumentedResponse {
+  content?: Record<string, { schema?: { $ref?: string; allOf?: { $ref?: string }[] } }>;
+}
+
+/** A copy of `schema` in which every named subschema is a reference to its component. */
+function referNamed(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(referNamed);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id === 'string') return { $ref: `#/components/schemas/${id}` };
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, referNamed(value)]));
+}
+
+/**
+ * See `transform` in swaggerOptions: a named JSON schema of a response, nested for the
+ * document; in other media types (event streams), the named schemas they hold referenced.
+ */
+function documentResponse(answer: unknown): unknown {
+  const { description, content, headers } = answer as {
+    description?: string;
+    content?: Record<string, { schema?: { $id?: unknown } }>;
+    headers?: unknown;
+  };
+  if (!content) return answer;
+  const schema = content['application/json']?.schema;
+  if (Object.keys(content).length === 1 && typeof schema?.$id === 'string') {
+    return { description, ...(headers ? { headers } : {}), allOf: [schema] };
+  }
+  const media = Object.entries(content).map(([type, { schema, ...rest }]) => [
+    type,
+    { ...rest, schema: Object.fromEntries(Object.entries(schema ?? {}).map(([k, v]) => [k, referNamed(v)])) },
+  ]);
+  return { ...(answer as object), content: Object.fromEntries(media) };
+}
+
 const problemResponse = (description: string) => ({
   description,
   content: { 'application/problem+json': { schema: { $ref: 'Problem#' } } },
 });
 
 /**
+ * The named schemas (`$id`) nested in `schema`, each with its JSON text. openapi.json keeps
+ * one component per name, so two different schemas under one name would silently document
+ * one of them where the other is sent.
+ */
+function namedSchemas(schema: unknown, found = new Map<string, string>()): Map<string, string> {
+  if (typeof schema !== 'object' || schema === null) return found;
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id === 'string') found.set(id, JSON.stringify(schema));
+  for (const value of Object.values(schema)) namedSchemas(value, found);
+  return found;
+}
+
+/**
  * Gives every route the shared error responses once, here, instead of by hand per
- * route: problem details for 4xx and 5xx, also used to serialise them.
+ * route: problem details for 4xx and 5xx, also used to serialise them. Refuses a
+ * component name given to two different schemas.
  */
 export function registerOpenApiConventions(app: FastifyInstance): void {
+  const components = new Map<string, string>();
   app.addHook('onRoute', (route) => {
     if (!route.schema || route.schema.hide) return;
+    for (const [id, text] of namedSchemas(route.schema)) {
+      const known = components.get(id);
+      if (known !== undefined && known !== text) {
+        throw new Error(
+          `${route.method} ${route.url}: the schema named ${id} differs from another of that name`,
+        );
+      }
+      components.set(id, text);
+    }
     route.schema.response ??= {};
     const response = route.schema.response as Record<string, unknown>;
     response['4xx'] ??= problemResponse('Client error: problem details naming the field or rule at fault');
@@ -53,12 +118,40 @@ export function swaggerOptions(authMode: 'oidc' | 'dev'): SwaggerOptions {
         { bearer: [], apiKey: [] },
       ],
     },
-    // @fastify/swagger marks every body required; a route that takes a missing body as {} says so.
+    // A JSON response whose schema is named (`$id`, see `Json` in schemas.ts) is documented
+    // as a reference to its component: @fastify/swagger names the schemas nested in a
+    // response schema, not the one a `content` entry holds, so the named schema is nested
+    // (`allOf`) here, for the document only, and the wrapper dropped again below. The named
+    // schemas an event stream's events hold are referenced (a test checks every reference
+    // resolves).
+    transform: ({ schema, url }) => {
+      const response = (schema as { response?: Record<string, unknown> } | undefined)?.response;
+      if (!response) return { schema, url };
+      const documented = Object.fromEntries(
+        Object.entries(response).map(([status, answer]) => [status, documentResponse(answer)]),
+      );
+      return { schema: { ...schema, response: documented }, url };
+    },
     transformObject: (documentObject) => {
       const document = (documentObject as { openapiObject?: Record<string, unknown> }).openapiObject ?? {};
       const paths = (document.paths ?? {}) as Record<string, Record<string, Record<string, unknown>>>;
       for (const operations of Object.values(paths)) {
         for (const operation of Object.values(operations)) {
+          // @fastify/swagger marks every query field that the schema does not wrap in
+          // Optional as required, a defaulted one too (`limit`, `offset`): the server fills
+          // in its default, so a client may leave it out.
+          for (const parameter of (operation.parameters ?? []) as QueryParameter[]) {
+            if (parameter.in === 'query' && parameter.schema?.default !== undefined)
+              parameter.required = false;
+          }
+          for (const answer of Object.values(
+            (operation.responses ?? {}) as Record<string, DocumentedResponse>,
+          )) {
+            const media = answer.content?.['application/json'];
+            const named = media?.schema?.allOf?.[0];
+            if (media && named?.$ref && media.schema?.allOf?.length === 1) media.schema = named;
+          }
+          // @fastify/swagger marks every body required; a route that takes a missing body as {} says so.
           if (!operation[BODY_OPTIONAL]) continue;
           delete operation[BODY_OPTIONAL];
           const body = operation.requestBody as { required?: boolean } | undefined;

@@ -1,4 +1,5 @@
 import { type TSchema, Type } from 'typebox';
+import { ERROR_CODES, type ErrorCode } from '../errors.ts';
 
 /** The shared problem-details schema, registered once and referenced by every route. */
 export const ProblemSchema = Type.Object(
@@ -7,7 +8,12 @@ export const ProblemSchema = Type.Object(
     title: Type.String(),
     status: Type.Integer(),
     detail: Type.String(),
-    code: Type.String({ description: 'stable machine-readable error code' }),
+    // A closed enum (`errors.ts`): a client can switch on it exhaustively.
+    code: Type.Unsafe<ErrorCode>({
+      type: 'string',
+      enum: Object.keys(ERROR_CODES),
+      description: 'stable machine-readable error code, from the catalogue in README "Error codes"',
+    }),
     request_id: Type.String(),
     errors: Type.Optional(
       Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), {
@@ -46,14 +52,91 @@ export const PageQuery = {
   offset: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0, description: 'items to skip' }),
 };
 
-/** Every list answers `{items, total, limit, offset}`. */
-export const Page = <T extends TSchema>(item: T) =>
-  Type.Object({
-    items: Type.Array(item),
-    total: Type.Integer(),
-    limit: Type.Integer(),
-    offset: Type.Integer(),
-  });
+/**
+ * Every list answers `{items, total, limit, offset}`. A page of a named item (one with an
+ * `$id`, e.g. `Agent`) is itself named `<item>Page` in openapi.json.
+ */
+export const Page = <T extends TSchema>(item: T) => {
+  const name = (item as { $id?: unknown }).$id;
+  return Type.Object(
+    {
+      items: Type.Array(item),
+      total: Type.Integer({ description: 'items matching the query, on every page' }),
+      limit: Type.Integer({ description: 'the page size used' }),
+      offset: Type.Integer({ description: 'items skipped before this page' }),
+    },
+    typeof name === 'string' ? { $id: `${name}Page` } : {},
+  );
+};
+
+/**
+ * A JSON response: what it is (its description in openapi.json) and its body schema, plus
+ * the response headers it sends. The body schema serialises the reply as before; one with an
+ * `$id` is a named component (`#/components/schemas/<id>`), so generated clients name it.
+ */
+export const Json = <T extends TSchema>(
+  description: string,
+  schema: T,
+  headers?: Record<string, TSchema>,
+) => ({
+  description,
+  content: { 'application/json': { schema } },
+  ...(headers ? { headers } : {}),
+});
+
+/**
+ * A `text/event-stream` response, one schema per event name: each event is documented as
+ * `{event, data, id?}` (its name, its JSON payload, and what its id is, when it has one), so a generated client gets a union it can narrow by `event`.
+ * Documentation only: `http/sse.ts` writes the frames. `events` maps a name to its payload; a
+ * stream whose names are open (activity kinds) passes a `Type.String()` name instead.
+ */
+export const EventStream = (
+  description: string,
+  events: { name: string | TSchema; data: TSchema; id?: string; description?: string }[],
+) => ({
+  description,
+  content: {
+    'text/event-stream': {
+      schema: Type.Union(
+        events.map(({ name, data, id, description: about }) =>
+          Type.Object(
+            {
+              ...(id ? { id: Type.String({ description: id }) } : {}),
+              event: typeof name === 'string' ? Type.Literal(name) : name,
+              data,
+            },
+            about ? { description: about } : {},
+          ),
+        ),
+        {
+          description: 'one Server-Sent Event; a `: heartbeat` comment line every 15 s keeps the stream open',
+        },
+      ),
+    },
+  },
+});
+
+/** The last event of a stream that fails or whose access is withdrawn (`http/sse.ts`). */
+export const StreamErrorEvent = {
+  name: 'error',
+  data: Type.Object({
+    code: Type.String({ description: 'an error code of the catalogue, e.g. access_revoked' }),
+    status: Type.Integer(),
+    message: Type.String(),
+  }),
+  description: 'the stream failed or the caller’s access was withdrawn; the stream ends after it',
+};
+
+/** A response without a body (204), and what it means. */
+export const NoContent = (description: string) => Type.Null({ description });
+
+/** The `ETag` header of a versioned resource, to send back as `If-Match`. */
+export const EtagHeader = (what: string) => ({ ETag: Type.String({ description: what }) });
+
+/** The `Location` header of a 201 or 202: where the created (or started) resource is read. */
+export const LocationHeader = (what: string) => ({
+  Location: Type.String({ description: `URL path of ${what}` }),
+});
 
 export const Tags = () =>
   Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true });

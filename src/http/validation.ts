@@ -84,6 +84,13 @@ export function toFieldErrors(errors: ErrorObject[], context: string): FieldErro
       case 'oneOf':
         message = 'does not match any allowed form';
         break;
+      case 'false schema':
+        // A field an `if`/`then` excludes given another (`LabelOrVersion` in policies).
+        message = 'is not allowed together with another field sent (see its description)';
+        break;
+      case 'if':
+        // The summary of a `then` failure, already named at its field.
+        continue;
     }
     const field = [part, ...pointer].join('.');
     // The first error per field is the most specific; anyOf summaries come last.

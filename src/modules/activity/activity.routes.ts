@@ -4,10 +4,12 @@ import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import { AppError } from '../../errors.ts';
 import type { LiveStream, LiveStreams } from '../../http/live-streams.ts';
+import { EventStream, Json } from '../../http/schemas.ts';
 import { resumePoint, type SseEvent, sendEventStream } from '../../http/sse.ts';
 import {
   ActivityPage,
   ActivitySocketQuery,
+  ActivityStreamEvents,
   ListActivityQuery,
   StreamActivityHeaders,
   StreamActivityQuery,
@@ -46,12 +48,13 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
     '/activity',
     {
       schema: {
+        operationId: 'listActivity',
         tags,
         summary: 'List activity',
         description:
           'The workspace’s activity feed, newest first, keyset-paginated: pass the answer’s next_cursor as `before` (or follow `next`) for older events; pages never shift while events are added. Filters: kind (repeatable), subject_type, subject_id.',
         querystring: ListActivityQuery,
-        response: { 200: ActivityPage },
+        response: { 200: Json('A page of activity events', ActivityPage) },
       },
     },
     async (request) => {
@@ -70,6 +73,7 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
     '/activity/stream',
     {
       schema: {
+        operationId: 'followActivity',
         tags,
         summary: 'Follow activity (Server-Sent Events)',
         description:
@@ -77,10 +81,10 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
         querystring: StreamActivityQuery,
         headers: StreamActivityHeaders,
         response: {
-          200: {
-            description: 'The event stream (text/event-stream), open until the client disconnects',
-            content: { 'text/event-stream': { schema: Type.String() } },
-          },
+          200: EventStream(
+            'The workspace’s activity, open until the client disconnects',
+            ActivityStreamEvents,
+          ),
         },
       },
     },
@@ -118,11 +122,12 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
     {
       config: { role: 'viewer' },
       schema: {
+        operationId: 'createWsTicket',
         tags,
         summary: 'Issue a WebSocket ticket',
         description:
           'A single-use ticket for `GET /api/ws?ticket=…`, for clients (browsers) that cannot set headers on a WebSocket. Bound to the caller’s user and workspace, valid 30 seconds, stored only as a hash; redeeming it checks the membership again.',
-        response: { 201: WsTicketSchema },
+        response: { 201: Json('The single-use WebSocket ticket', WsTicketSchema) },
       },
     },
     async (request, reply) => reply.status(201).send(await activity.issueTicket(request.caller)),
@@ -144,6 +149,7 @@ export const activityRoutes: FastifyPluginAsyncTypebox<ActivityRoutesOptions> = 
       request.raw.socket.once('close', live.end);
     },
     schema: {
+      operationId: 'openActivitySocket',
       tags,
       summary: 'Follow activity (WebSocket)',
       description:

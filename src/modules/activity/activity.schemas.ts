@@ -1,26 +1,31 @@
 import { Type } from 'typebox';
 import { ActivityKindSchema } from '../../db/schema/activity.ts';
-import { Timestamp } from '../../http/schemas.ts';
+import { StreamErrorEvent, Timestamp } from '../../http/schemas.ts';
 
 /** An activity event id: the feed's growing bigint, as large as a JSON number holds exactly. */
 const EventId = (options: Record<string, unknown> = {}) =>
   Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, ...options });
 
-export const ActivityEventSchema = Type.Object({
-  id: EventId({
-    minimum: 1,
-    description: 'grows with each event of the workspace; the cursor of every channel',
-  }),
-  kind: ActivityKindSchema,
-  subject_type: Type.String({ description: 'agent, workflow, run, document, source, settings or system' }),
-  subject_id: Type.Union([Type.String(), Type.Null()], { description: 'the subject’s id, when it has one' }),
-  message: Type.String({ description: 'human-readable, e.g. Agent “Researcher” created' }),
-  data: Type.Record(Type.String(), Type.Unknown(), { description: 'details for clients; depends on kind' }),
-  actor: Type.Union([Type.String(), Type.Null()], {
-    description: 'the user whose request caused the event; null for the system’s own work',
-  }),
-  created_at: Timestamp(),
-});
+export const ActivityEventSchema = Type.Object(
+  {
+    id: EventId({
+      minimum: 1,
+      description: 'grows with each event of the workspace; the cursor of every channel',
+    }),
+    kind: ActivityKindSchema,
+    subject_type: Type.String({ description: 'agent, workflow, run, document, source, settings or system' }),
+    subject_id: Type.Union([Type.String(), Type.Null()], {
+      description: 'the subject’s id, when it has one',
+    }),
+    message: Type.String({ description: 'human-readable, e.g. Agent “Researcher” created' }),
+    data: Type.Record(Type.String(), Type.Unknown(), { description: 'details for clients; depends on kind' }),
+    actor: Type.Union([Type.String(), Type.Null()], {
+      description: 'the user whose request caused the event; null for the system’s own work',
+    }),
+    created_at: Timestamp(),
+  },
+  { $id: 'ActivityEvent' },
+);
 
 /** The filters every channel of the feed accepts (list, SSE, WebSocket). */
 const filterQuery = {
@@ -52,16 +57,19 @@ export const ListActivityQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'page size, 1 to 200' }),
 });
 
-export const ActivityPage = Type.Object({
-  items: Type.Array(ActivityEventSchema),
-  limit: Type.Integer(),
-  next_cursor: Type.Union([Type.Integer(), Type.Null()], {
-    description: 'pass as `before` for the next (older) page; null when no event is left',
-  }),
-  next: Type.Union([Type.String(), Type.Null()], {
-    description: 'the next page’s path and query (same filters, before=next_cursor); null at the end',
-  }),
-});
+export const ActivityPage = Type.Object(
+  {
+    items: Type.Array(ActivityEventSchema),
+    limit: Type.Integer(),
+    next_cursor: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'pass as `before` for the next (older) page; null when no event is left',
+    }),
+    next: Type.Union([Type.String(), Type.Null()], {
+      description: 'the next page’s path and query (same filters, before=next_cursor); null at the end',
+    }),
+  },
+  { $id: 'ActivityPage' },
+);
 
 const after = Type.Optional(
   EventId({
@@ -94,3 +102,19 @@ export const WsTicketSchema = Type.Object({
   ticket: Type.String({ description: 'pass as ?ticket= to GET /api/ws; redeemable once' }),
   expires_in: Type.Integer({ description: 'seconds until the ticket expires' }),
 });
+
+/** The events of `GET /activity/stream`, as `EventStream` documents them. */
+export const ActivityStreamEvents = [
+  {
+    name: 'ready',
+    data: Type.Object({ after: Type.Integer({ description: 'the id the stream follows from' }) }),
+    description: 'first: the stream is following',
+  },
+  {
+    name: Type.String({ description: 'the event’s kind, e.g. run.completed (docs/activity.md)' }),
+    id: 'the event id: send it back as Last-Event-ID to resume after it',
+    data: ActivityEventSchema,
+    description: 'an activity event, named by its kind',
+  },
+  StreamErrorEvent,
+];

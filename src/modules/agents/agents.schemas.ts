@@ -25,14 +25,17 @@ const fields = {
   tags: Tags(),
 };
 
-export const AgentSchema = Type.Object({
-  id: Uuid(),
-  workspace_id: Uuid(),
-  ...fields,
-  created_by: Type.Union([Type.String(), Type.Null()]),
-  created_at: Timestamp(),
-  updated_at: Timestamp(),
-});
+export const AgentSchema = Type.Object(
+  {
+    id: Uuid(),
+    workspace_id: Uuid(),
+    ...fields,
+    created_by: Type.Union([Type.String(), Type.Null()]),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+  },
+  { $id: 'Agent' },
+);
 
 export const CreateAgentBody = Type.Object(
   {

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Json } from '../../http/schemas.ts';
 import { AgentAnalyticsSchema, AnalyticsQuery, CostsSchema, OverviewSchema } from './analytics.schemas.ts';
 import type { AnalyticsService } from './analytics.service.ts';
 
@@ -15,11 +16,12 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox<{ analytics: AnalyticsSe
     '/analytics/overview',
     {
       schema: {
+        operationId: 'getAnalyticsOverview',
         tags,
         summary: 'Workspace metrics summary',
         description: `Runs, success rate, input and output tokens, cost, run latency p50/p95, chat conversations and messages: totals and a series. ${WINDOW}`,
         querystring: AnalyticsQuery,
-        response: { 200: OverviewSchema },
+        response: { 200: Json('The workspace metrics for the window', OverviewSchema) },
       },
     },
     async (request) => analytics.overview(request.caller, request.query),
@@ -29,11 +31,12 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox<{ analytics: AnalyticsSe
     '/analytics/costs',
     {
       schema: {
+        operationId: 'getAnalyticsCosts',
         tags,
         summary: 'LLM cost breakdown',
         description: `Cost and tokens by provider, model and agent (from run steps) and by workflow (from runs), with a cost series. ${WINDOW}`,
         querystring: AnalyticsQuery,
-        response: { 200: CostsSchema },
+        response: { 200: Json('The cost breakdown for the window', CostsSchema) },
       },
     },
     async (request) => analytics.costs(request.caller, request.query),
@@ -43,11 +46,12 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox<{ analytics: AnalyticsSe
     '/analytics/agents',
     {
       schema: {
+        operationId: 'getAgentAnalytics',
         tags,
         summary: 'Per-agent analytics',
         description: `Every agent of the workspace: runs it took part in, their success rate, tokens, cost, step latency p50/p95, busy time and utilisation (busy share of the window). ${WINDOW}`,
         querystring: AnalyticsQuery,
-        response: { 200: AgentAnalyticsSchema },
+        response: { 200: Json('The per-agent figures for the window', AgentAnalyticsSchema) },
       },
     },
     async (request) => analytics.agents(request.caller, request.query),

@@ -11,12 +11,16 @@ export const BucketSchema = StringEnum(['hour', 'day'] as const);
 export const AnalyticsQuery = Type.Object(
   {
     from: Type.Optional(
-      DateTime({ description: 'start of the window (inclusive); default `to` minus 24 hours' }),
+      DateTime({
+        description:
+          'start of the window (inclusive); default `to` minus 24 hours. Before `to`, and at most 400 days before it',
+      }),
     ),
     to: Type.Optional(DateTime({ description: 'end of the window (exclusive); default now' })),
     bucket: Type.Optional(
       StringEnum(['hour', 'day'] as const, {
-        description: 'series bucket (UTC); default hour for windows up to 2 days, else day',
+        description:
+          'series bucket (UTC); default hour for windows up to 2 days, else day. hour takes a window of at most 31 days',
       }),
     ),
   },

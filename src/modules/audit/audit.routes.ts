@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { abortedWhenClientLeaves } from '../../http/client-gone.ts';
+import { Json } from '../../http/schemas.ts';
 import { AuditExportBody, AuditInfoQuery, AuditInfoSchema } from './audit.schemas.ts';
 import { type AuditService, exportFileName } from './audit.service.ts';
 
@@ -20,12 +21,13 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ audit: AuditService }> = a
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'getAuditInfo',
         tags,
         summary: 'Audit trail summary and verification',
         description:
           'Admins and owners. Counts of the workspace’s audit records (in total and by action), the oldest and newest time, the retention, and whether the hash chain verifies: every record is re-hashed in order, in batches, and the first record that does not link or match its hash is named (first_broken_id). With scope=platform, the same for the platform trail (changes that belong to no workspace), for platform operators only (403 platform_admin_required).',
         querystring: AuditInfoQuery,
-        response: { 200: AuditInfoSchema },
+        response: { 200: Json('The audit trail summary and verification', AuditInfoSchema) },
       },
     },
     async (request) => audit.info(request.caller, request.query.scope),
@@ -36,6 +38,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ audit: AuditService }> = a
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'exportAudit',
         tags,
         summary: 'Export the audit trail',
         description:

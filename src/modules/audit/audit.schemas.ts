@@ -39,7 +39,9 @@ export const AuditExportBody = Type.Object(
         'jsonl: JSON lines; csv: RFC 4180 with a header row; ocsf: JSON lines of OCSF 1.x API Activity (class_uid 6003) events',
     }),
     from: Type.Optional(Type.String({ format: 'date-time', description: 'records at or after this time' })),
-    to: Type.Optional(Type.String({ format: 'date-time', description: 'records before this time' })),
+    to: Type.Optional(
+      Type.String({ format: 'date-time', description: 'records before this time; after `from`' }),
+    ),
     actions: Type.Optional(
       Type.Array(
         Type.String({

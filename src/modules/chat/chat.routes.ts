@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { LiveStreams } from '../../http/live-streams.ts';
-import { IdParams } from '../../http/schemas.ts';
+import { IdParams, Json } from '../../http/schemas.ts';
 import { sendEventStream } from '../../http/sse.ts';
 import {
   ChatBody,
@@ -24,6 +24,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{
     '/chat',
     {
       schema: {
+        operationId: 'sendChatMessage',
         tags,
         summary: 'Send a message; the answer streams as Server-Sent Events',
         description:
@@ -45,12 +46,13 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{
     '/chat/conversations',
     {
       schema: {
+        operationId: 'listConversations',
         tags,
         summary: 'List your conversations',
         description:
           'Your conversations in this workspace (conversations are personal: other members’ are not listed), most recent message first, with title and last_message_at.',
         querystring: ListConversationsQuery,
-        response: { 200: ConversationPage },
+        response: { 200: Json('A page of the caller’s conversations', ConversationPage) },
       },
     },
     async (request) => chat.listConversations(request.caller, request.query),
@@ -60,13 +62,14 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{
     '/chat/conversations/:id',
     {
       schema: {
+        operationId: 'getConversation',
         tags,
         summary: 'A conversation and its history',
         description:
           'One of your conversations with a page of its messages, oldest first, each with usage, cost, latency, provider, model, tool calls and error. Page on with `after=<next_cursor>`. Another user’s or workspace’s conversation is 404.',
         params: IdParams,
         querystring: ConversationHistoryQuery,
-        response: { 200: ConversationDetail },
+        response: { 200: Json('The conversation and a page of its messages', ConversationDetail) },
       },
     },
     async (request) => chat.getConversation(request.caller, request.params.id, request.query),

@@ -1,9 +1,10 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
-import { type Static, Type } from 'typebox';
+import type { Static } from 'typebox';
 import Value from 'typebox/value';
 import { AppError, type FieldError, invalidFields } from '../../errors.ts';
+import { Json, NoContent } from '../../http/schemas.ts';
 import { createValidatorCompiler } from '../../http/validation.ts';
 import {
   IndexBody,
@@ -48,6 +49,7 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
     '/codegraph/index',
     {
       schema: {
+        operationId: 'indexCodeProject',
         tags,
         summary: 'Index a code project',
         description:
@@ -64,7 +66,10 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
             'multipart/form-data': { schema: IndexForm },
           },
         },
-        response: { 200: ProjectSchema, 202: ProjectSchema },
+        response: {
+          200: Json('The indexed project', ProjectSchema),
+          202: Json('The project, indexing in the background', ProjectSchema),
+        },
       },
       validatorCompiler: uploadAwareValidator(),
     },
@@ -81,6 +86,7 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
     '/codegraph/search',
     {
       schema: {
+        operationId: 'searchCode',
         tags,
         summary: 'Search a code project',
         description:
@@ -89,7 +95,7 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
           'the symbol with more callers. Each result has its callers and callees (up to 20 each) and the names it ' +
           'calls that resolve to nothing in the project. A project still building its first graph answers no results.',
         querystring: SearchQuerySchema,
-        response: { 200: SearchResponse },
+        response: { 200: Json('The matching symbols and their neighbours', SearchResponse) },
       },
     },
     async (request) => {
@@ -102,11 +108,12 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
     '/codegraph/projects',
     {
       schema: {
+        operationId: 'listCodeProjects',
         tags,
         summary: 'List code projects',
         description: 'The workspace’s code graph projects by name, with their status and figures.',
         querystring: ListProjectsQuery,
-        response: { 200: ProjectPage },
+        response: { 200: Json('A page of code projects', ProjectPage) },
       },
     },
     async (request) => codegraph.listProjects(request.caller, request.query),
@@ -116,11 +123,12 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
     '/codegraph/projects/:name',
     {
       schema: {
+        operationId: 'getCodeProject',
         tags,
         summary: 'Get a code project',
         description: 'One project: status (`indexing`, `ready`, `failed` with `error`), source and figures.',
         params: ProjectParams,
-        response: { 200: ProjectSchema },
+        response: { 200: Json('The code project', ProjectSchema) },
       },
     },
     async (request) => codegraph.getProject(request.caller, request.params.name),
@@ -130,11 +138,12 @@ export const codegraphRoutes: FastifyPluginAsyncTypebox<{
     '/codegraph/projects/:name',
     {
       schema: {
+        operationId: 'deleteCodeProject',
         tags,
         summary: 'Delete a code project',
         description: 'Deletes the project and its graph.',
         params: ProjectParams,
-        response: { 204: Type.Null() },
+        response: { 204: NoContent('The project is deleted') },
       },
     },
     async (request, reply) => {

@@ -42,19 +42,22 @@ export const IndexForm = Type.Object({
   }),
 });
 
-export const ProjectSchema = Type.Object({
-  id: Uuid(),
-  name: Type.String(),
-  status: CodegraphStatusSchema,
-  source: ProjectSourceSchema,
-  stats: Nullable(IndexStatsSchema),
-  progress: Nullable(IndexProgressSchema),
-  error: Nullable(Type.String({ description: 'why the latest index failed' })),
-  indexed_at: Nullable(Timestamp({ description: 'when the graph searched was made' })),
-  created_by: Nullable(Type.String()),
-  created_at: Timestamp(),
-  updated_at: Timestamp(),
-});
+export const ProjectSchema = Type.Object(
+  {
+    id: Uuid(),
+    name: Type.String(),
+    status: CodegraphStatusSchema,
+    source: ProjectSourceSchema,
+    stats: Nullable(IndexStatsSchema),
+    progress: Nullable(IndexProgressSchema),
+    error: Nullable(Type.String({ description: 'why the latest index failed' })),
+    indexed_at: Nullable(Timestamp({ description: 'when the graph searched was made' })),
+    created_by: Nullable(Type.String()),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+  },
+  { $id: 'CodeProject' },
+);
 
 export const ProjectPage = Page(ProjectSchema);
 export const ListProjectsQuery = Type.Object({ ...PageQuery });

@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { forbidden } from '../../errors.ts';
+import { Json, NoContent } from '../../http/schemas.ts';
 import {
   ArchivePage,
   ArchiveQuery,
-  AuditPage,
   CreateCredentialBody,
   CreateCredentialTypeBody,
+  CredentialAuditPage,
   CredentialDetailsSchema,
   CredentialIdParams,
   CredentialPage,
@@ -36,11 +37,14 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/types',
     {
       schema: {
+        operationId: 'listCredentialTypes',
         tags,
         summary: 'List credential types',
         description: 'System types and the workspace’s own, system first. Filters: category, is_active.',
         querystring: ListTypesQuery,
-        response: { 200: Type.Object({ items: Type.Array(CredentialTypeSchema) }) },
+        response: {
+          200: Json('The credential types', Type.Object({ items: Type.Array(CredentialTypeSchema) })),
+        },
       },
     },
     async (request) => ({ items: await credentials.listTypes(request.caller, request.query) }),
@@ -50,11 +54,12 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/types/:id',
     {
       schema: {
+        operationId: 'getCredentialType',
         tags,
         summary: 'Get a credential type',
         description: 'One type with its field definitions and test configuration.',
         params: CredentialIdParams,
-        response: { 200: CredentialTypeSchema },
+        response: { 200: Json('The credential type', CredentialTypeSchema) },
       },
     },
     async (request) => credentials.getType(request.caller, request.params.id),
@@ -65,12 +70,13 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'createCredentialType',
         tags,
         summary: 'Create a credential type',
         description:
           'A workspace’s own type (is_system false): unique snake_case field names, allowed field types, options for options fields, and test placeholders that name fields. Admins only.',
         body: CreateCredentialTypeBody,
-        response: { 201: CredentialTypeSchema },
+        response: { 201: Json('The created credential type', CredentialTypeSchema) },
       },
     },
     async (request, reply) =>
@@ -81,11 +87,12 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/settings',
     {
       schema: {
+        operationId: 'getVaultSettings',
         tags,
         summary: 'Vault settings',
         description:
           'The workspace’s credential settings: environment lookup, audit archive on delete, private-network refusal.',
-        response: { 200: SettingsSchema },
+        response: { 200: Json('The vault settings', SettingsSchema) },
       },
     },
     async (request) => credentials.getSettings(request.caller),
@@ -96,11 +103,12 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'updateVaultSettings',
         tags,
         summary: 'Change vault settings',
         description: 'Partial update of the workspace’s credential settings. Admins only.',
         body: UpdateSettingsBody,
-        response: { 200: SettingsSchema },
+        response: { 200: Json('The updated vault settings', SettingsSchema) },
       },
     },
     async (request) => credentials.updateSettings(request.caller, request.body),
@@ -111,12 +119,13 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'listArchivedAuditTrails',
         tags,
         summary: 'Archived audit trails',
         description:
           'Audit records of deleted credentials, copied before deletion, newest first. Admins only.',
         querystring: ArchiveQuery,
-        response: { 200: ArchivePage },
+        response: { 200: Json('A page of archived audit trails', ArchivePage) },
       },
     },
     async (request) => credentials.archive(request.caller, request.query),
@@ -126,11 +135,12 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/encryption-keys',
     {
       schema: {
+        operationId: 'getEncryptionKeyStatus',
         tags,
         summary: 'Master key status (operators)',
         description:
           'How many workspace keys each master key id wraps, which is current and which are configured: a retired key may be dropped once it wraps none. Only users listed in PLATFORM_ADMIN_USERS.',
-        response: { 200: EncryptionStatusSchema },
+        response: { 200: Json('The master key status', EncryptionStatusSchema) },
       },
     },
     async (request) => {
@@ -148,12 +158,13 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials',
     {
       schema: {
+        operationId: 'listCredentials',
         tags,
         summary: 'List credentials',
         description:
           'Newest first, never with secrets. Filters: credential_type_id, environment, is_active, tag, q (name or description), expired.',
         querystring: ListCredentialsQuery,
-        response: { 200: CredentialPage },
+        response: { 200: Json('A page of credentials (never their secrets)', CredentialPage) },
       },
     },
     async (request) => credentials.list(request.caller, request.query),
@@ -163,12 +174,13 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/:id',
     {
       schema: {
+        operationId: 'getCredential',
         tags,
         summary: 'Get a credential',
         description:
           'Details with the data’s non-secret fields; password and hidden fields are masked. Not an audited access.',
         params: CredentialIdParams,
-        response: { 200: CredentialDetailsSchema },
+        response: { 200: Json('The credential', CredentialDetailsSchema) },
       },
     },
     async (request) => credentials.get(request.caller, request.params.id),
@@ -178,12 +190,13 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials',
     {
       schema: {
+        operationId: 'createCredential',
         tags,
         summary: 'Create a credential',
         description:
           'Rule C1: the type must exist and be active, required fields present, values of the right type; unknown fields are refused and hidden fields filled in. The data is encrypted; audit action created. 409 duplicate_credential for an active credential of the same name and environment.',
         body: CreateCredentialBody,
-        response: { 201: CredentialDetailsSchema },
+        response: { 201: Json('The created credential', CredentialDetailsSchema) },
       },
     },
     async (request, reply) => reply.status(201).send(await credentials.create(request.caller, request.body)),
@@ -193,13 +206,14 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/:id',
     {
       schema: {
+        operationId: 'updateCredential',
         tags,
         summary: 'Update a credential',
         description:
           'Rule C3, partial. `data` merges over the stored data: omitted fields keep their values, null clears an optional one; it is re-validated and re-encrypted. Audit action updated records old and new name, description, tags, is_active, expires_at and environment, and only the names of changed data fields.',
         params: CredentialIdParams,
         body: UpdateCredentialBody,
-        response: { 200: CredentialSchema },
+        response: { 200: Json('The updated credential', CredentialSchema) },
       },
     },
     async (request) => credentials.update(request.caller, request.params.id, request.body),
@@ -209,12 +223,13 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/:id',
     {
       schema: {
+        operationId: 'deleteCredential',
         tags,
         summary: 'Delete a credential',
         description:
           'Rule D, in one transaction: audit deleted, archive the trail (unless the setting is off), overwrite the data with an encrypted marker, delete the row; its audit records go with it.',
         params: CredentialIdParams,
-        response: { 204: Type.Null() },
+        response: { 204: NoContent('The credential is deleted') },
       },
     },
     async (request, reply) => {
@@ -227,12 +242,13 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/:id/test',
     {
       schema: {
+        operationId: 'testCredential',
         tags,
         summary: 'Test a credential',
         description:
           'Rule T: an audited decrypted access (inactive or expired credentials are refused), then the type’s test: PostgreSQL SELECT 1 (5 s), Redis PING (5 s), HTTP GET (10 s, redirects not followed), OAuth 2.0 access_token present. Stores last_tested, test_status and test_message; audit action tested.',
         params: CredentialIdParams,
-        response: { 200: TestResultSchema },
+        response: { 200: Json('The outcome of the connection test', TestResultSchema) },
       },
     },
     async (request) => credentials.test(request.caller, request.params.id),
@@ -242,13 +258,14 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/:id/audit-logs',
     {
       schema: {
+        operationId: 'listCredentialAuditLogs',
         tags,
         summary: 'Audit trail',
         description:
           'The credential’s audit records, newest first. Filters: action, from (inclusive), to (exclusive). Page by `after` (the previous page’s `next_cursor`: records older than that id), which stays stable while records are added; `limit`/`offset` keep working.',
         params: CredentialIdParams,
         querystring: ListAuditQuery,
-        response: { 200: AuditPage },
+        response: { 200: Json('A page of the credential’s audit records', CredentialAuditPage) },
       },
     },
     async (request) => {
@@ -262,12 +279,13 @@ export const credentialsRoutes: FastifyPluginAsyncTypebox<{
     '/credentials/:id/audit-logs/verify',
     {
       schema: {
+        operationId: 'verifyCredentialAuditChain',
         tags,
         summary: 'Verify the audit chain',
         description:
           'Recomputes the HMAC chain of the credential’s audit records: intact, or the first broken record.',
         params: CredentialIdParams,
-        response: { 200: VerifySchema },
+        response: { 200: Json('The outcome of the hash-chain check', VerifySchema) },
       },
     },
     async (request) => credentials.verifyAudit(request.caller, request.params.id),

@@ -15,19 +15,22 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
 
 export const CredentialIdParams = Type.Object({ id: IntId() });
 
-export const CredentialTypeSchema = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  display_name: Type.String(),
-  category: Type.String(),
-  icon: Nullable(Type.String()),
-  logo: Nullable(Type.String()),
-  description: Nullable(Type.String()),
-  schema_definition: Type.Array(FieldDefinitionSchema),
-  test_endpoint: Nullable(TestEndpointSchema),
-  is_system: Type.Boolean(),
-  is_active: Type.Boolean(),
-});
+export const CredentialTypeSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String(),
+    display_name: Type.String(),
+    category: Type.String(),
+    icon: Nullable(Type.String()),
+    logo: Nullable(Type.String()),
+    description: Nullable(Type.String()),
+    schema_definition: Type.Array(FieldDefinitionSchema),
+    test_endpoint: Nullable(TestEndpointSchema),
+    is_system: Type.Boolean(),
+    is_active: Type.Boolean(),
+  },
+  { $id: 'CredentialType' },
+);
 
 export const CreateCredentialTypeBody = Type.Object(
   {
@@ -91,18 +94,22 @@ const credentialFields = {
 };
 
 export const CredentialSchema = Type.Object(credentialFields, {
+  $id: 'Credential',
   description: 'a credential; never its secrets or encrypted_data',
 });
 
-export const CredentialDetailsSchema = Type.Object({
-  ...credentialFields,
-  data: Nullable(
-    Type.Record(Type.String(), Type.Unknown(), {
-      description:
-        'non-secret fields as stored, password and hidden fields as ********; null when undecryptable',
-    }),
-  ),
-});
+export const CredentialDetailsSchema = Type.Object(
+  {
+    ...credentialFields,
+    data: Nullable(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description:
+          'non-secret fields as stored, password and hidden fields as ********; null when undecryptable',
+      }),
+    ),
+  },
+  { $id: 'CredentialDetails' },
+);
 
 export const CredentialPage = Page(CredentialSchema);
 
@@ -164,12 +171,18 @@ const auditFields = {
   hash: Type.String({ description: 'HMAC-SHA256 over the canonical record and prev_hash' }),
 };
 
-export const AuditPage = Type.Object({
-  ...Page(Type.Object(auditFields)).properties,
-  next_cursor: Nullable(
-    Type.Integer({ description: 'pass as `after` for the next (older) page; null when no record is left' }),
-  ),
-});
+/** One record of a credential's audit trail. */
+export const CredentialAuditRecordSchema = Type.Object(auditFields, { $id: 'CredentialAuditRecord' });
+
+export const CredentialAuditPage = Type.Object(
+  {
+    ...Page(CredentialAuditRecordSchema).properties,
+    next_cursor: Nullable(
+      Type.Integer({ description: 'pass as `after` for the next (older) page; null when no record is left' }),
+    ),
+  },
+  { $id: 'CredentialAuditRecordPage' },
+);
 
 export const ListAuditQuery = Type.Object({
   action: Type.Optional(AuditActionSchema),
@@ -192,12 +205,15 @@ export const VerifySchema = Type.Object({
 });
 
 export const ArchivePage = Page(
-  Type.Object({
-    ...auditFields,
-    original_id: Type.Integer(),
-    credential_name: Type.String(),
-    archived_at: Timestamp(),
-  }),
+  Type.Object(
+    {
+      ...auditFields,
+      original_id: Type.Integer(),
+      credential_name: Type.String(),
+      archived_at: Timestamp(),
+    },
+    { $id: 'ArchivedAuditRecord' },
+  ),
 );
 
 export const ArchiveQuery = Type.Object({

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { bodyMayBeOmitted } from '../../http/optional-body.ts';
+import { EtagHeader, Json } from '../../http/schemas.ts';
 import {
   EvaluateFlagBody,
   FlagKeyParams,
@@ -21,12 +22,13 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
     '/settings/flags',
     {
       schema: {
+        operationId: 'listFlags',
         tags,
         summary: 'List feature flags',
         description:
           'The workspace’s feature flags by key: those it defined, and the built-in flags the platform reads (search.keyword_only) at their defaults until the workspace stores its own. Other workspaces’ flags are never shown.',
         querystring: ListFlagsQuery,
-        response: { 200: FlagPage },
+        response: { 200: Json('A page of feature flags', FlagPage) },
       },
     },
     async (request) => flags.list(request.caller, request.query),
@@ -36,12 +38,19 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
     '/settings/flags/:key',
     {
       schema: {
+        operationId: 'getFlag',
         tags,
         summary: 'Get a feature flag',
         description:
           'One flag with its definition, version and `ETag` (also sent as the header), to send back as `If-Match` on PUT. An unknown key is 404.',
         params: FlagKeyParams,
-        response: { 200: FlagSchema },
+        response: {
+          200: Json(
+            'The feature flag',
+            FlagSchema,
+            EtagHeader('the flag’s version, to send back as `If-Match`'),
+          ),
+        },
       },
     },
     async (request, reply) => {
@@ -56,6 +65,7 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'putFlag',
         tags,
         summary: 'Create or replace a feature flag',
         description:
@@ -63,7 +73,9 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
         params: FlagKeyParams,
         headers: PutFlagHeaders,
         body: PutFlagBody,
-        response: { 200: FlagSchema },
+        response: {
+          200: Json('The feature flag as stored', FlagSchema, EtagHeader('the flag’s new version')),
+        },
       },
     },
     async (request, reply) => {
@@ -85,13 +97,14 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
       // A read, though a POST (the context is a body): viewers may evaluate.
       config: { role: 'viewer' },
       schema: {
+        operationId: 'evaluateFlag',
         tags,
         summary: 'Evaluate a feature flag',
         description:
           'Resolves the flag for an evaluation context, in OpenFeature’s shape: value, variant and reason (STATIC, TARGETING_MATCH, SPLIT, DEFAULT or DISABLED). Rules test the context’s attributes; splits bucket `targeting_key` (the caller’s user id when absent) into 10,000 sticky buckets. Any member, viewers included, may evaluate.',
         params: FlagKeyParams,
         body: EvaluateFlagBody,
-        response: { 200: ResolutionSchema },
+        response: { 200: Json('The flag’s value for the context, and why', ResolutionSchema) },
       },
     },
     async (request) => flags.evaluate(request.caller, request.params.key, request.body.context ?? {}),
@@ -103,12 +116,13 @@ export const flagsRoutes: FastifyPluginAsyncTypebox<{ flags: FlagsService }> = a
       preValidation: bodyMayBeOmitted,
       config: { role: 'viewer' },
       schema: {
+        operationId: 'evaluateAllFlags',
         tags,
         summary: 'Evaluate every feature flag',
         description:
           'Resolves every flag of the workspace (the built-in ones included) for one evaluation context, as POST /settings/flags/{key}/evaluate does for one: a client fetches all its switches in one request.',
         body: EvaluateFlagBody,
-        response: { 200: ResolutionList },
+        response: { 200: Json('Every flag’s value for the context', ResolutionList) },
       },
     },
     async (request) => flags.evaluateAll(request.caller, request.body.context ?? {}),

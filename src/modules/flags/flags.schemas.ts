@@ -93,17 +93,20 @@ export const PutFlagHeaders = Type.Object({
   ),
 });
 
-export const FlagSchema = Type.Object({
-  key: Type.String(),
-  ...fields,
-  built_in: Type.Boolean({ description: 'a flag the platform itself reads; its type is fixed' }),
-  version: Type.Union([Type.Integer(), Type.Null()], {
-    description: 'counts the writes; null for a built-in flag the workspace never stored',
-  }),
-  etag: Type.Union([Type.String(), Type.Null()], { description: 'the ETag header of GET and PUT' }),
-  updated_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  updated_by: Type.Union([Type.String(), Type.Null()]),
-});
+export const FlagSchema = Type.Object(
+  {
+    key: Type.String(),
+    ...fields,
+    built_in: Type.Boolean({ description: 'a flag the platform itself reads; its type is fixed' }),
+    version: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'counts the writes; null for a built-in flag the workspace never stored',
+    }),
+    etag: Type.Union([Type.String(), Type.Null()], { description: 'the ETag header of GET and PUT' }),
+    updated_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    updated_by: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'Flag' },
+);
 
 export const ListFlagsQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
 

@@ -28,25 +28,28 @@ export const IndexingSchema = Type.Object({
   error: Nullable(Type.String({ description: 'why the run failed, or the last error while it retries' })),
 });
 
-export const SourceSchema = Type.Object({
-  id: Uuid(),
-  workspace_id: Uuid(),
-  name: Type.String(),
-  kind: SourceKindSchema,
-  is_default: Type.Boolean({ description: 'the upload source that uploads without source_id go to' }),
-  directory: Nullable(DirectorySettingsSchema),
-  url: Nullable(UrlSettingsSchema),
-  chunking: ChunkingSettingsSchema,
-  embedding: EmbeddingSettingsSchema,
-  generation: Type.Integer({
-    description: 'the generation of chunks searches read; a rebuild makes a new one',
-  }),
-  document_count: Type.Integer(),
-  indexing: IndexingSchema,
-  created_by: Nullable(Type.String()),
-  created_at: Timestamp(),
-  updated_at: Timestamp(),
-});
+export const SourceSchema = Type.Object(
+  {
+    id: Uuid(),
+    workspace_id: Uuid(),
+    name: Type.String(),
+    kind: SourceKindSchema,
+    is_default: Type.Boolean({ description: 'the upload source that uploads without source_id go to' }),
+    directory: Nullable(DirectorySettingsSchema),
+    url: Nullable(UrlSettingsSchema),
+    chunking: ChunkingSettingsSchema,
+    embedding: EmbeddingSettingsSchema,
+    generation: Type.Integer({
+      description: 'the generation of chunks searches read; a rebuild makes a new one',
+    }),
+    document_count: Type.Integer(),
+    indexing: IndexingSchema,
+    created_by: Nullable(Type.String()),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+  },
+  { $id: 'Source' },
+);
 
 const DirectoryInput = Type.Object(
   {
@@ -96,27 +99,34 @@ export const ListSourcesQuery = Type.Object({
 
 export const SourcePage = Page(SourceSchema);
 
-export const DocumentSchema = Type.Object({
-  id: Uuid(),
-  workspace_id: Uuid(),
-  source_id: Uuid(),
-  title: Type.String(),
-  filename: Type.String(),
-  origin: Nullable(Type.String({ description: 'where a directory or URL source found it: its path or URL' })),
-  media_type: Nullable(Type.String()),
-  format: Nullable(Type.String({ description: 'pdf, markdown, html, text, json, csv or code' })),
-  size_bytes: Type.Integer(),
-  content_hash: Nullable(Type.String({ description: 'SHA-256 of the bytes, hex; unique within the source' })),
-  status: DocumentStatusSchema,
-  failure_reason: Nullable(Type.String()),
-  tags: Type.Array(Type.String()),
-  metadata: Type.Record(Type.String(), Type.Unknown()),
-  chunk_count: Type.Integer(),
-  indexed_at: Nullable(Timestamp()),
-  created_by: Nullable(Type.String()),
-  created_at: Timestamp(),
-  updated_at: Timestamp(),
-});
+export const DocumentSchema = Type.Object(
+  {
+    id: Uuid(),
+    workspace_id: Uuid(),
+    source_id: Uuid(),
+    title: Type.String(),
+    filename: Type.String(),
+    origin: Nullable(
+      Type.String({ description: 'where a directory or URL source found it: its path or URL' }),
+    ),
+    media_type: Nullable(Type.String()),
+    format: Nullable(Type.String({ description: 'pdf, markdown, html, text, json, csv or code' })),
+    size_bytes: Type.Integer(),
+    content_hash: Nullable(
+      Type.String({ description: 'SHA-256 of the bytes, hex; unique within the source' }),
+    ),
+    status: DocumentStatusSchema,
+    failure_reason: Nullable(Type.String()),
+    tags: Type.Array(Type.String()),
+    metadata: Type.Record(Type.String(), Type.Unknown()),
+    chunk_count: Type.Integer(),
+    indexed_at: Nullable(Timestamp()),
+    created_by: Nullable(Type.String()),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+  },
+  { $id: 'Document' },
+);
 
 export const ListDocumentsQuery = Type.Object({
   source_id: Type.Optional(Uuid()),

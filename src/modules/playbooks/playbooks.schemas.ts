@@ -25,41 +25,44 @@ export const ConfidenceBandSchema = StringEnum(['high', 'medium', 'low'] as cons
   description: 'high above 90 %, medium 70 to 90 %, low below 70 %',
 });
 
-export const PlaybookSchema = Type.Object({
-  id: Uuid(),
-  workspace_id: Uuid(),
-  name: Type.String(),
-  description: Type.String(),
-  category: Nullable(CategorySchema),
-  category_votes: Type.Array(CategoryVoteSchema, {
-    description: 'why the badge: keyword votes per category, highest first',
-  }),
-  confidence: Type.Number({ description: 'P(success | pattern) over the window’s finished runs, 0 to 1' }),
-  confidence_percent: Type.Integer({ description: 'confidence as 0 to 100 %' }),
-  confidence_band: ConfidenceBandSchema,
-  support: Type.Integer({ description: 'successful runs matching the pattern' }),
-  matching_runs: Type.Integer({ description: 'finished runs matching the pattern, successful or not' }),
-  lift: Type.Number({ description: 'confidence over the workspace’s base success rate' }),
-  success_rate: Type.Number({ description: 'share of matching runs that succeeded (equals confidence)' }),
-  agent_pattern: Type.Array(Type.String(), { description: 'agent names, in their usual order' }),
-  tool_pattern: Type.Array(Type.String()),
-  context_pattern: ContextPatternSchema,
-  items: Type.Array(Type.String(), {
-    description: 'the mined itemset (docs/playbooks.md has the vocabulary)',
-  }),
-  goal_template: Type.String({ description: 'the goal a promoted workflow gets, with {{placeholders}}' }),
-  avg_duration_ms: Type.Integer(),
-  avg_cost: Type.Number(),
-  usage_count: Type.Integer({ description: 'runs of workflows promoted from this playbook' }),
-  quality_score: Type.Number({ minimum: 0, maximum: 1 }),
-  quality_parts: QualityPartsSchema,
-  example_run_ids: Type.Array(Uuid(), { description: 'a few matching successful runs' }),
-  archived: Type.Boolean(),
-  archived_at: Nullable(Timestamp()),
-  mined_at: Timestamp(),
-  created_at: Timestamp(),
-  updated_at: Timestamp(),
-});
+export const PlaybookSchema = Type.Object(
+  {
+    id: Uuid(),
+    workspace_id: Uuid(),
+    name: Type.String(),
+    description: Type.String(),
+    category: Nullable(CategorySchema),
+    category_votes: Type.Array(CategoryVoteSchema, {
+      description: 'why the badge: keyword votes per category, highest first',
+    }),
+    confidence: Type.Number({ description: 'P(success | pattern) over the window’s finished runs, 0 to 1' }),
+    confidence_percent: Type.Integer({ description: 'confidence as 0 to 100 %' }),
+    confidence_band: ConfidenceBandSchema,
+    support: Type.Integer({ description: 'successful runs matching the pattern' }),
+    matching_runs: Type.Integer({ description: 'finished runs matching the pattern, successful or not' }),
+    lift: Type.Number({ description: 'confidence over the workspace’s base success rate' }),
+    success_rate: Type.Number({ description: 'share of matching runs that succeeded (equals confidence)' }),
+    agent_pattern: Type.Array(Type.String(), { description: 'agent names, in their usual order' }),
+    tool_pattern: Type.Array(Type.String()),
+    context_pattern: ContextPatternSchema,
+    items: Type.Array(Type.String(), {
+      description: 'the mined itemset (docs/playbooks.md has the vocabulary)',
+    }),
+    goal_template: Type.String({ description: 'the goal a promoted workflow gets, with {{placeholders}}' }),
+    avg_duration_ms: Type.Integer(),
+    avg_cost: Type.Number(),
+    usage_count: Type.Integer({ description: 'runs of workflows promoted from this playbook' }),
+    quality_score: Type.Number({ minimum: 0, maximum: 1 }),
+    quality_parts: QualityPartsSchema,
+    example_run_ids: Type.Array(Uuid(), { description: 'a few matching successful runs' }),
+    archived: Type.Boolean(),
+    archived_at: Nullable(Timestamp()),
+    mined_at: Timestamp(),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+  },
+  { $id: 'Playbook' },
+);
 
 export const PlaybookPage = Page(PlaybookSchema);
 
@@ -78,7 +81,10 @@ const TimeRange = Type.Union(
     StringEnum(['last_7_days', 'last_30_days', 'last_90_days'] as const),
     Type.Object(
       { from: Timestamp(), to: Type.Optional(Timestamp()) },
-      { additionalProperties: false, description: 'a custom range; `to` defaults to now' },
+      {
+        additionalProperties: false,
+        description: 'a custom range, `from` before `to`; `to` defaults to now',
+      },
     ),
   ],
   { description: 'which finished runs are mined (by their end time); default last_30_days' },
@@ -124,25 +130,28 @@ export const MineResult = Type.Object({
   playbooks: Type.Array(PlaybookSchema),
 });
 
-export const MineSchema = Type.Object({
-  id: Uuid(),
-  status: MineStatusSchema,
-  phase: Nullable(MinePhaseSchema),
-  input: Type.Object(
-    {},
-    {
-      additionalProperties: true,
-      description: 'the request as given, its `time_range` fixed to the dates it meant when it was made',
-    },
-  ),
-  runs: Type.Integer({ description: 'finished runs in the window when it was requested' }),
-  requested_by: Type.String(),
-  result: Nullable(MineResult),
-  error: Nullable(Type.String({ description: 'why the mine failed' })),
-  created_at: Timestamp(),
-  started_at: Nullable(Timestamp()),
-  finished_at: Nullable(Timestamp()),
-});
+export const MineSchema = Type.Object(
+  {
+    id: Uuid(),
+    status: MineStatusSchema,
+    phase: Nullable(MinePhaseSchema),
+    input: Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description: 'the request as given, its `time_range` fixed to the dates it meant when it was made',
+      },
+    ),
+    runs: Type.Integer({ description: 'finished runs in the window when it was requested' }),
+    requested_by: Type.String(),
+    result: Nullable(MineResult),
+    error: Nullable(Type.String({ description: 'why the mine failed' })),
+    created_at: Timestamp(),
+    started_at: Nullable(Timestamp()),
+    finished_at: Nullable(Timestamp()),
+  },
+  { $id: 'PlaybookMine' },
+);
 export const MinePage = Page(MineSchema);
 export const ListMinesQuery = Type.Object({ ...PageQuery });
 
@@ -271,14 +280,21 @@ export const ScheduleSchema = Type.Object({
 export const PutScheduleBody = Type.Object(
   {
     cron: Type.Optional(
-      Nullable(Type.String({ minLength: 1, maxLength: 100, description: 'null: back to 0 2 * * *' })),
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description:
+            'five-field cron (minute hour day-of-month month day-of-week); null: back to 0 2 * * *',
+        }),
+      ),
     ),
     time_zone: Type.Optional(
       Nullable(
         Type.String({
           minLength: 1,
           maxLength: 64,
-          description: 'null: back to the tenant’s time zone, else UTC',
+          description: 'an IANA time zone (Europe/Paris); null: back to the tenant’s time zone, else UTC',
         }),
       ),
     ),

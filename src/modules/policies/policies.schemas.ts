@@ -7,9 +7,28 @@ export const POLICY_ID_PATTERN = '^[a-z0-9][a-z0-9_-]{0,99}$';
 export const LABEL_PATTERN = '^[a-z0-9][a-z0-9_-]{0,49}$';
 const NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_-]{0,63}$';
 
-const PolicyId = Type.String({ pattern: POLICY_ID_PATTERN, description: 'the policy id, a slug' });
-const Label = Type.String({ pattern: LABEL_PATTERN, description: 'a label: production, latest or your own' });
-const Version = Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'a version number' });
+const PolicyId = Type.String({
+  pattern: POLICY_ID_PATTERN,
+  description: 'the policy id, a slug; `abtest` is reserved (the A/B test routes)',
+});
+const Label = Type.String({
+  pattern: LABEL_PATTERN,
+  description: 'a label: production, latest or your own; not together with version',
+});
+const Version = Type.Integer({
+  minimum: 1,
+  maximum: 1_000_000,
+  description: 'a version number; not together with label',
+});
+/**
+ * A label or a version names a policy version, never both: said in the schema (with a label,
+ * no version), checked by Ajv, and the error names `version`.
+ */
+const LabelOrVersion = {
+  if: { required: ['label'] },
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a thenable
+  then: { properties: { version: false } },
+};
 
 export const PolicyParams = Type.Object({ policy_id: PolicyId });
 
@@ -140,30 +159,33 @@ export const GetPolicyQuery = Type.Object(
     label: Type.Optional(Label),
     version: Type.Optional(Version),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...LabelOrVersion },
 );
 
-export const PolicySchema = Type.Object({
-  policy_id: Type.String(),
-  version: Type.Integer({ description: 'the version shown' }),
-  content_hash: Type.String({ description: 'sha256 of the content’s canonical JSON' }),
-  content: PolicyContentSchema,
-  labels: Type.Record(Type.String(), Type.Integer(), {
-    description: 'every label and the version it points at',
-  }),
-  versions: Type.Array(
-    Type.Object({
-      version: Type.Integer(),
-      content_hash: Type.String(),
-      labels: Type.Array(Type.String()),
-      created_by: Type.String(),
-      created_at: Type.String({ format: 'date-time' }),
+export const PolicySchema = Type.Object(
+  {
+    policy_id: Type.String(),
+    version: Type.Integer({ description: 'the version shown' }),
+    content_hash: Type.String({ description: 'sha256 of the content’s canonical JSON' }),
+    content: PolicyContentSchema,
+    labels: Type.Record(Type.String(), Type.Integer(), {
+      description: 'every label and the version it points at',
     }),
-    { description: 'every version, newest first' },
-  ),
-  created_by: Type.String(),
-  created_at: Type.String({ format: 'date-time' }),
-});
+    versions: Type.Array(
+      Type.Object({
+        version: Type.Integer(),
+        content_hash: Type.String(),
+        labels: Type.Array(Type.String()),
+        created_by: Type.String(),
+        created_at: Type.String({ format: 'date-time' }),
+      }),
+      { description: 'every version, newest first' },
+    ),
+    created_by: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Policy' },
+);
 
 export const AssembleBody = Type.Object(
   {
@@ -185,7 +207,7 @@ export const AssembleBody = Type.Object(
     ),
     dry_run: Type.Optional(Type.Boolean({ description: 'renders without recording an exposure' })),
   },
-  { additionalProperties: false, description: 'at most one of label and version' },
+  { additionalProperties: false, ...LabelOrVersion, description: 'at most one of label and version' },
 );
 
 const Role = StringEnum(MESSAGE_ROLES);
@@ -240,7 +262,11 @@ export const ArmRef = Type.Object(
     label: Type.Optional(Label),
     version: Type.Optional(Version),
   },
-  { additionalProperties: false, description: 'a policy at a label or a version (exactly one)' },
+  {
+    additionalProperties: false,
+    ...LabelOrVersion,
+    description: 'a policy at a label or a version (exactly one)',
+  },
 );
 
 export const METRICS = ['success_rate', 'cost_per_run', 'p95_latency', 'retrieval_hit_rate'] as const;

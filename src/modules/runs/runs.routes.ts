@@ -2,13 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { LiveStreams } from '../../http/live-streams.ts';
 import { bodyMayBeOmitted } from '../../http/optional-body.ts';
-import { IdParams } from '../../http/schemas.ts';
+import { EventStream, IdParams, Json, LocationHeader, NoContent } from '../../http/schemas.ts';
 import { resumePoint, sendEventStream } from '../../http/sse.ts';
 import {
   ListRunsQuery,
   RunEventsQuery,
   RunPage,
   RunSchema,
+  RunStreamEvents,
   RunSummaryQuery,
   RunSummarySchema,
   RunWithStepsSchema,
@@ -30,6 +31,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     {
       preValidation: bodyMayBeOmitted,
       schema: {
+        operationId: 'startWorkflowRun',
         tags,
         summary: 'Run a workflow',
         description:
@@ -37,7 +39,14 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
         params: IdParams,
         headers: StartRunHeaders,
         body: Type.Optional(StartRunBody),
-        response: { 202: RunSchema },
+        response: {
+          202: Json('The queued run (or, for a repeated Idempotency-Key, the run it started)', RunSchema, {
+            ...LocationHeader('the run'),
+            'Idempotent-Replayed': Type.Literal('true', {
+              description: 'sent when a repeated Idempotency-Key answered the run it started',
+            }),
+          }),
+        },
       },
     },
     async (request, reply) => {
@@ -56,12 +65,13 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     '/runs',
     {
       schema: {
+        operationId: 'listRuns',
         tags,
         summary: 'List runs',
         description:
           'Runs of the current workspace, newest first. Filters: workflow_id, agent_id (runs whose workflow had that agent), status, from/to (created_at).',
         querystring: ListRunsQuery,
-        response: { 200: RunPage },
+        response: { 200: Json('A page of runs', RunPage) },
       },
     },
     async (request) => runs.list(request.caller, request.query),
@@ -71,11 +81,12 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     '/runs/summary',
     {
       schema: {
+        operationId: 'getRunsSummary',
         tags,
         summary: 'Recent runs feed',
         description: 'The rolling feed of recent runs, newest first, with duration, tokens, cost and status.',
         querystring: RunSummaryQuery,
-        response: { 200: RunSummarySchema },
+        response: { 200: Json('The recent runs feed', RunSummarySchema) },
       },
     },
     async (request) => ({ items: await runs.summary(request.caller, request.query.limit) }),
@@ -85,12 +96,13 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     '/runs/:id',
     {
       schema: {
+        operationId: 'getRun',
         tags,
         summary: 'Get a run',
         description:
           'One run with every attempt of every step: agent, prompt, tool calls, output, tokens, cost, latency, error.',
         params: IdParams,
-        response: { 200: RunWithStepsSchema },
+        response: { 200: Json('The run and its steps', RunWithStepsSchema) },
       },
     },
     async (request) => runs.getWithSteps(request.caller, request.params.id),
@@ -101,11 +113,12 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
       `/runs/:id/${action}`,
       {
         schema: {
+          operationId: `${action}Run`,
           tags,
           summary: `${action[0]?.toUpperCase()}${action.slice(1)} a run`,
           description: ACTION_DESCRIPTIONS[action],
           params: IdParams,
-          response: { 200: RunSchema },
+          response: { 200: Json(ACTION_ANSWERS[action], RunSchema) },
         },
       },
       async (request) => runs[action](request.caller, request.params.id),
@@ -116,6 +129,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     '/runs/:id/events',
     {
       schema: {
+        operationId: 'followRunEvents',
         tags,
         summary: 'Follow a run (Server-Sent Events)',
         description:
@@ -123,14 +137,10 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
         params: IdParams,
         querystring: RunEventsQuery,
         response: {
-          200: {
-            description: 'an event stream',
-            content: { 'text/event-stream': { schema: Type.String() } },
-          },
-          204: Type.Null({
-            description:
-              'a reconnect (`Last-Event-ID` or `?after=`) to a run that has ended, at or after its last event: nothing more will come, so an EventSource stops reconnecting',
-          }),
+          200: EventStream('The run’s events, until it ends', RunStreamEvents),
+          204: NoContent(
+            'a reconnect (`Last-Event-ID` or `?after=`) to a run that has ended, at or after its last event: nothing more will come, so an EventSource stops reconnecting',
+          ),
         },
       },
     },
@@ -158,6 +168,12 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     },
   );
 };
+
+const ACTION_ANSWERS = {
+  cancel: 'The run, Cancelled (or still Running with control "cancel")',
+  pause: 'The run, Paused (or still Running with control "pause")',
+  resume: 'The run, Queued again',
+} as const;
 
 const ACTION_DESCRIPTIONS = {
   cancel:

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type TSchema, Type } from 'typebox';
-import { Timestamp } from '../../http/schemas.ts';
+import { Json, Timestamp } from '../../http/schemas.ts';
 import { StringEnum } from '../../lib/typebox.ts';
 import type { SystemService } from './system.service.ts';
 
@@ -88,12 +88,13 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { public: true },
       schema: {
+        operationId: 'getLiveness',
         tags,
         summary: 'Liveness',
         description:
           'Public liveness probe: answers 200 while the process serves requests. No versions, no component details.',
         security: [],
-        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+        response: { 200: Json('The process is up', Type.Object({ status: Type.Literal('ok') })) },
       },
     },
     async () => ({ status: 'ok' as const }),
@@ -106,12 +107,16 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{
       // is down: a valid token is enough, so no membership lookup can fail before the handler.
       config: { workspace: false },
       schema: {
+        operationId: 'getSystemHealth',
         tags,
         summary: 'System health',
         description:
           'Overall status (Operational, Degraded, Down), one entry per component (API, Database, Redis, Vector Search, LLM Providers) and uptime. Answers 503 when Down (the database is unreachable). Any authenticated user may call it; X-Workspace-ID is not needed. The status follows the platform’s own components: model providers are configured per workspace, so one workspace’s unreachable provider never degrades it. The LLM Providers row counts providers across workspaces and names the workspaces whose endpoints fail for platform operators (PLATFORM_ADMIN_USERS) only; anyone else finds their workspace’s providers in GET /api/system/metrics.',
         security: [{ bearer: [] }],
-        response: { 200: HealthReport, 503: HealthReport },
+        response: {
+          200: Json('Every component is healthy or degraded', HealthReport),
+          503: Json('A component the service needs is down', HealthReport),
+        },
       },
     },
     async (request, reply) => {
@@ -124,11 +129,12 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{
     '/system/metrics',
     {
       schema: {
+        operationId: 'getSystemMetrics',
         tags,
         summary: 'System metrics',
         description:
           'The dashboard’s KPIs for the caller’s workspace (docs/analytics.md): over the last 24 hours success rate, run latency p50/p95, retrieval hit-rate and cost, each null with a `reason` below 5 finished runs (5 searches for the hit-rate); running plus queued runs now with their load band; agents, Busy agents and utilisation with its band; documents by state; system status from component health and the uptime percentage over the last 24 hours from recorded heartbeat minutes. The LLM Providers row and the status consider this workspace’s own providers only. One answer is shared by the workspace’s requests for SYSTEM_METRICS_SHARE_MS (5 s by default), so a dashboard polled by many clients costs one computation.',
-        response: { 200: MetricsReport },
+        response: { 200: Json('The process and database figures', MetricsReport) },
       },
     },
     async (request) => system.metrics(request.caller.workspaceId),

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { Json } from '../../http/schemas.ts';
 import type { ToolsService } from './tools.service.ts';
 
 const ToolInfoSchema = Type.Object({
@@ -19,11 +20,14 @@ export const toolsRoutes: FastifyPluginAsyncTypebox<{ tools: ToolsService }> = a
     '/tools',
     {
       schema: {
+        operationId: 'listTools',
         tags: ['Tools'],
         summary: 'List the tools agents may use',
         description:
           'Every tool of the registry with its argument schema (what the model sends) and config schema (what an agent’s `tools: [{name, config}]` may set). An agent naming another tool is refused (400 naming body.tools.<n>.name).',
-        response: { 200: Type.Object({ items: Type.Array(ToolInfoSchema) }) },
+        response: {
+          200: Json('The tools agents may use', Type.Object({ items: Type.Array(ToolInfoSchema) })),
+        },
       },
     },
     async () => ({ items: tools.list() }),

@@ -20,16 +20,19 @@ const fields = {
   tags: Tags(),
 };
 
-export const WorkflowSchema = Type.Object({
-  id: Uuid(),
-  workspace_id: Uuid(),
-  ...fields,
-  execution_policy: ExecutionPolicySchema,
-  playbook_id: Type.Union([Uuid(), Type.Null()], { description: 'the playbook it was promoted from' }),
-  created_by: Type.Union([Type.String(), Type.Null()]),
-  created_at: Timestamp(),
-  updated_at: Timestamp(),
-});
+export const WorkflowSchema = Type.Object(
+  {
+    id: Uuid(),
+    workspace_id: Uuid(),
+    ...fields,
+    execution_policy: ExecutionPolicySchema,
+    playbook_id: Type.Union([Uuid(), Type.Null()], { description: 'the playbook it was promoted from' }),
+    created_by: Type.Union([Type.String(), Type.Null()]),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+  },
+  { $id: 'Workflow' },
+);
 
 export const CreateWorkflowBody = Type.Object(
   {

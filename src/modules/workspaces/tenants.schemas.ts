@@ -16,16 +16,19 @@ const fields = {
 
 const TenantWorkspace = Type.Object({ id: Uuid(), name: Type.String(), created_at: Timestamp() });
 
-export const TenantSchema = Type.Object({
-  id: Uuid(),
-  ...fields,
-  created_by: Type.Union([Type.String(), Type.Null()], {
-    description: 'who created it through this API; null for tenants made by sign-up',
-  }),
-  created_at: Timestamp(),
-  updated_at: Timestamp(),
-  workspaces: Type.Array(TenantWorkspace, { description: 'its workspaces, oldest first' }),
-});
+export const TenantSchema = Type.Object(
+  {
+    id: Uuid(),
+    ...fields,
+    created_by: Type.Union([Type.String(), Type.Null()], {
+      description: 'who created it through this API; null for tenants made by sign-up',
+    }),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+    workspaces: Type.Array(TenantWorkspace, { description: 'its workspaces, oldest first' }),
+  },
+  { $id: 'Tenant' },
+);
 
 export const TenantPage = Page(TenantSchema);
 

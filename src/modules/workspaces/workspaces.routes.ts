@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { IdParams } from '../../http/schemas.ts';
+import { IdParams, Json, NoContent } from '../../http/schemas.ts';
 import {
   AddMemberBody,
   ApiKeyPage,
@@ -29,11 +29,17 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     {
       config: { workspace: false },
       schema: {
+        operationId: 'listWorkspaces',
         tags,
         summary: 'List my workspaces',
         description:
           'Every workspace the caller is a member of, with its tenant and the caller’s role. Needs only a bearer token.',
-        response: { 200: Type.Object({ items: Type.Array(WorkspaceSchema) }) },
+        response: {
+          200: Json(
+            'The workspaces the caller is a member of',
+            Type.Object({ items: Type.Array(WorkspaceSchema) }),
+          ),
+        },
       },
     },
     async (request) => ({ items: await workspaces.listMine(request.userId) }),
@@ -44,12 +50,13 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     {
       config: { workspace: false },
       schema: {
+        operationId: 'createWorkspace',
         tags,
         summary: 'Create a workspace',
         description:
           'Creates a new tenant with one workspace owned by the caller (self-service sign-up). Needs only a bearer token.',
         body: CreateWorkspaceBody,
-        response: { 201: WorkspaceSchema },
+        response: { 201: Json('The created workspace, the caller its owner', WorkspaceSchema) },
       },
     },
     async (request, reply) =>
@@ -60,11 +67,12 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     '/workspaces/current',
     {
       schema: {
+        operationId: 'getCurrentWorkspace',
         tags,
         summary: 'Current workspace',
         description:
           'The workspace selected by X-Workspace-ID or the API key, its tenant, and the caller’s role in it.',
-        response: { 200: CurrentWorkspaceSchema },
+        response: { 200: Json('The current workspace', CurrentWorkspaceSchema) },
       },
     },
     async (request) => workspaces.getCurrent(request.caller),
@@ -74,11 +82,12 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     '/workspaces/members',
     {
       schema: {
+        operationId: 'listMembers',
         tags,
         summary: 'List members',
         description: 'Members of the current workspace with their roles, oldest first.',
         querystring: ListQuery,
-        response: { 200: MemberPage },
+        response: { 200: Json('A page of members', MemberPage) },
       },
     },
     async (request) => workspaces.listMembers(request.caller, request.query),
@@ -89,12 +98,13 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'addMember',
         tags,
         summary: 'Add a member',
         description:
           'Adds a user (identity provider subject) with a role. Admins and owners; only owners grant owner.',
         body: AddMemberBody,
-        response: { 201: MemberSchema },
+        response: { 201: Json('The added member', MemberSchema) },
       },
     },
     async (request, reply) =>
@@ -106,13 +116,14 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'changeMemberRole',
         tags,
         summary: 'Change a member’s role',
         description:
           'Admins and owners; only owners change an owner’s role. The last owner cannot be demoted (409).',
         params: MemberParams,
         body: ChangeRoleBody,
-        response: { 200: MemberSchema },
+        response: { 200: Json('The member with the new role', MemberSchema) },
       },
     },
     async (request) => workspaces.changeRole(request.caller, request.params.user_id, request.body.role),
@@ -123,12 +134,13 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'removeMember',
         tags,
         summary: 'Remove a member',
         description:
           'Admins and owners; only owners remove an owner. The last owner cannot be removed (409).',
         params: MemberParams,
-        response: { 204: Type.Null() },
+        response: { 204: NoContent('The member is removed') },
       },
     },
     async (request, reply) => {
@@ -142,12 +154,13 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'listApiKeys',
         tags,
         summary: 'List API keys',
         description:
           'The workspace’s API keys, newest first. Only the visible prefix is shown, never the key.',
         querystring: ListQuery,
-        response: { 200: ApiKeyPage },
+        response: { 200: Json('A page of API keys (never their secrets)', ApiKeyPage) },
       },
     },
     async (request) => workspaces.listApiKeys(request.caller, request.query),
@@ -158,12 +171,13 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'createApiKey',
         tags,
         summary: 'Create an API key',
         description:
           'Creates a key bound to this workspace, optionally expiring. The full key is in this response only; it is stored as a hash.',
         body: CreateApiKeyBody,
-        response: { 201: CreatedApiKeySchema },
+        response: { 201: Json('The created API key, its secret shown this once', CreatedApiKeySchema) },
       },
     },
     async (request, reply) =>
@@ -175,11 +189,12 @@ export const workspacesRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspace
     {
       config: { role: 'admin' },
       schema: {
+        operationId: 'revokeApiKey',
         tags,
         summary: 'Revoke an API key',
         description: 'Revokes the key at once; it stays listed with status revoked.',
         params: IdParams,
-        response: { 204: Type.Null() },
+        response: { 204: NoContent('The API key is revoked') },
       },
     },
     async (request, reply) => {

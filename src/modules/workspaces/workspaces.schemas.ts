@@ -5,13 +5,16 @@ import { StringEnum } from '../../lib/typebox.ts';
 
 const TenantRef = Type.Object({ id: Uuid(), name: Type.String() });
 
-export const WorkspaceSchema = Type.Object({
-  id: Uuid(),
-  name: Type.String(),
-  created_at: Timestamp(),
-  tenant: TenantRef,
-  role: RoleSchema,
-});
+export const WorkspaceSchema = Type.Object(
+  {
+    id: Uuid(),
+    name: Type.String(),
+    created_at: Timestamp(),
+    tenant: TenantRef,
+    role: RoleSchema,
+  },
+  { $id: 'Workspace' },
+);
 
 export const CurrentWorkspaceSchema = Type.Object({
   id: Uuid(),
@@ -32,13 +35,16 @@ export const CreateWorkspaceBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const MemberSchema = Type.Object({
-  workspace_id: Uuid(),
-  user_id: Type.String(),
-  role: RoleSchema,
-  created_at: Timestamp(),
-  updated_at: Timestamp(),
-});
+export const MemberSchema = Type.Object(
+  {
+    workspace_id: Uuid(),
+    user_id: Type.String(),
+    role: RoleSchema,
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+  },
+  { $id: 'Member' },
+);
 
 export const MemberPage = Page(MemberSchema);
 
@@ -60,17 +66,20 @@ export const MemberParams = Type.Object({ user_id: Type.String({ minLength: 1, m
 
 export const ListQuery = Type.Object(PageQuery);
 
-export const ApiKeySchema = Type.Object({
-  id: Uuid(),
-  name: Type.String(),
-  prefix: Type.String({ description: 'the visible start of the key, for recognising it' }),
-  status: StringEnum(['active', 'revoked', 'expired'] as const),
-  created_by: Type.String(),
-  created_at: Timestamp(),
-  expires_at: Type.Union([Timestamp(), Type.Null()]),
-  revoked_at: Type.Union([Timestamp(), Type.Null()]),
-  last_used_at: Type.Union([Timestamp(), Type.Null()], { description: 'refreshed at most once a minute' }),
-});
+export const ApiKeySchema = Type.Object(
+  {
+    id: Uuid(),
+    name: Type.String(),
+    prefix: Type.String({ description: 'the visible start of the key, for recognising it' }),
+    status: StringEnum(['active', 'revoked', 'expired'] as const),
+    created_by: Type.String(),
+    created_at: Timestamp(),
+    expires_at: Type.Union([Timestamp(), Type.Null()]),
+    revoked_at: Type.Union([Timestamp(), Type.Null()]),
+    last_used_at: Type.Union([Timestamp(), Type.Null()], { description: 'refreshed at most once a minute' }),
+  },
+  { $id: 'ApiKey' },
+);
 
 export const CreatedApiKeySchema = Type.Object({
   ...ApiKeySchema.properties,
