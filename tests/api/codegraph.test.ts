@@ -521,7 +521,7 @@ describe('the code_search tool', () => {
     expect(found.results[0].callers).toContainEqual(
       expect.stringMatching(/^createRunEngineModule at modules\/runs\/run-engine\.module\.ts:\d+$/),
     );
-    expect(found.results[0].callees).toContainEqual(expect.stringMatching(/^createRunsRepository at /));
+    expect(found.results[0].callees).toContainEqual(expect.stringMatching(/^createRunStatements at /));
   });
 
   it('keeps to the projects an agent may search, and asks for a project when there are several', async () => {
