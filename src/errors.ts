@@ -77,6 +77,7 @@ export const ERROR_CODES = {
   document_too_large: 422,
   upgrade_required: 426,
   too_many_streams: 429,
+  too_many_mines: 429,
   headers_too_large: 431,
   internal_error: 500,
   provider_error: 502,

@@ -130,6 +130,33 @@ describe('background mining', () => {
     expect((await t.call(alice, 'GET', '/api/playbooks/mines')).json().total).toBe(before);
   });
 
+  it('keeps a workspace to 3 background mines queued or running at once: 429 beyond', async () => {
+    const carol = await t.newWorkspace('carol');
+    const input = JSON.stringify({
+      ...body,
+      time_range: { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' },
+    });
+    await t.rows(
+      sql`insert into playbook_mines (workspace_id, status, input, runs, requested_by)
+        select ${carol.workspaceId}, 'running', ${input}::jsonb, 0, ${carol.userId} from generate_series(1, 3)`,
+    );
+    const refused = await t.call(carol, 'POST', '/api/playbooks/mine', body, {
+      headers: { prefer: 'respond-async' },
+    });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers['retry-after']).toBe('30');
+    expect(refused.json()).toMatchObject({ code: 'too_many_mines' });
+    expect((await t.call(carol, 'GET', '/api/playbooks/mines')).json().total).toBe(3);
+    // A mine within the request is not held back, and another workspace is not either.
+    expect((await t.call(carol, 'POST', '/api/playbooks/mine', body)).statusCode).toBe(200);
+    const other = await t.call(bob, 'POST', '/api/playbooks/mine', body, {
+      headers: { prefer: 'respond-async' },
+    });
+    expect(other.statusCode).toBe(202);
+    await ended(bob, other.headers.location as string);
+    await t.rows(sql`update playbook_mines set status = 'failed' where workspace_id = ${carol.workspaceId}`);
+  });
+
   it('hands a mine whose job was lost to the queue again, and a mine ended stays ended', async () => {
     // A mine recorded while the queue was away (its enqueue lost): the recovery sweep runs it.
     const input = { ...body, time_range: { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' } };

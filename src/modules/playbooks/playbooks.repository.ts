@@ -86,6 +86,19 @@ export interface AttachedPlaybook {
   tool_pattern: string[];
 }
 
+/**
+ * The runs a mine reads: those of `workspaceIds` that finished (Completed or Failed; Cancelled
+ * ones say nothing of success) in [from, to), at most MAX_MINED_RUNS.
+ */
+const finishedRunsIn = (workspaceIds: string[], from: Date, to: Date): SQL => sql`select * from runs
+  where workspace_id in (${sql.join(
+    workspaceIds.map((id) => sql`${id}::uuid`),
+    sql`, `,
+  )})
+    and status in ('Completed', 'Failed')
+    and finished_at >= ${from.toISOString()}::timestamptz and finished_at < ${to.toISOString()}::timestamptz
+  limit ${MAX_MINED_RUNS}`;
+
 export function createPlaybooksRepository(db: Db) {
   const bandCondition = (band: ConfidenceBandFilter): SQL => {
     if (band === 'high') return sql`${playbooks.confidence} > 0.9`;
@@ -111,14 +124,7 @@ export function createPlaybooksRepository(db: Db) {
                 execution_policy->>'timeout_seconds')), ',',
               to_json(agents_used), ',', to_json(tools_used), ',', to_json(context_fields), ',',
               coalesce(input_names, '[]'::jsonb), ']'), ',') || ']' as runs
-          from (select * from runs
-            where workspace_id in (${sql.join(
-              workspaceIds.map((id) => sql`${id}::uuid`),
-              sql`, `,
-            )})
-              and status in ('Completed', 'Failed')
-              and finished_at >= ${from.toISOString()}::timestamptz and finished_at < ${to.toISOString()}::timestamptz
-            limit ${MAX_MINED_RUNS}) r`),
+          from (${finishedRunsIn(workspaceIds, from, to)}) r`),
       );
       if (!row?.runs) return [];
       // The policy as `mode|error_handling|timeout_seconds`: a tenth of the text its JSON took.
@@ -166,14 +172,7 @@ export function createPlaybooksRepository(db: Db) {
     /** How many runs `finishedRuns` would read (counted up to MAX_MINED_RUNS, no further). */
     async countFinishedRuns(workspaceIds: string[], from: Date, to: Date): Promise<number> {
       const [row] = rowsOf<{ runs: number | string }>(
-        await db.execute(sql`select count(*) as runs from (select 1 from runs
-          where workspace_id in (${sql.join(
-            workspaceIds.map((id) => sql`${id}::uuid`),
-            sql`, `,
-          )})
-            and status in ('Completed', 'Failed')
-            and finished_at >= ${from.toISOString()}::timestamptz and finished_at < ${to.toISOString()}::timestamptz
-          limit ${MAX_MINED_RUNS}) r`),
+        await db.execute(sql`select count(*) as runs from (${finishedRunsIn(workspaceIds, from, to)}) r`),
       );
       return Number(row?.runs ?? 0);
     },
@@ -635,6 +634,20 @@ export function createPlaybooksRepository(db: Db) {
         .where(and(eq(playbookMines.id, id), inArray(playbookMines.status, ['queued', 'running'])))
         .returning({ id: playbookMines.id });
       return rows.length > 0;
+    },
+
+    /** The workspace's mines not yet ended (queued or running). */
+    async countUnfinishedMines(workspaceId: string): Promise<number> {
+      const [row] = await db
+        .select({ total: count() })
+        .from(playbookMines)
+        .where(
+          and(
+            eq(playbookMines.workspace_id, workspaceId),
+            inArray(playbookMines.status, ['queued', 'running']),
+          ),
+        );
+      return row?.total ?? 0;
     },
 
     /** Mines not yet ended, oldest first: what a consuming process hands to the queue again. */

@@ -101,6 +101,8 @@ export const NIGHTLY_MINING = {
   time_range: 'last_30_days',
 } as const;
 /** A playbook with at least this many uses is archived when its success falls well below the base. */
+/** Background mines a workspace may have queued or running at once; beyond, 429 `too_many_mines`. */
+export const MAX_UNFINISHED_MINES = 3;
 export const LOW_PERFORMER = { minUses: 10, pointsBelowBase: 0.05 } as const;
 const RANGE_DAYS = { last_7_days: 7, last_30_days: 30, last_90_days: 90 } as const;
 /** A promoted workflow's run timeout: the spec's 15 minutes. */
@@ -367,6 +369,16 @@ export function createPlaybooksService(deps: PlaybooksDependencies) {
         ...input,
         time_range: { from: window.from.toISOString(), to: window.to.toISOString() },
       };
+      // One workspace cannot fill the workers' queue with mines: a few wait or run at a time.
+      if ((await repo.countUnfinishedMines(caller.workspaceId)) >= MAX_UNFINISHED_MINES) {
+        throw new AppError(
+          429,
+          'too_many_mines',
+          `this workspace already has ${MAX_UNFINISHED_MINES} background mines queued or running; retry when one has ended`,
+          undefined,
+          { 'Retry-After': '30' },
+        );
+      }
       const row = await inTransaction(deps.db, async (tx) => {
         const created = await createPlaybooksRepository(tx).createMine({
           workspaceId: caller.workspaceId,
