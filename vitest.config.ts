@@ -30,7 +30,17 @@ export default defineConfig({
         test: {
           name: 'api',
           include: ['tests/**/*.test.ts'],
-          exclude: ['tests/exclusive/**', 'tests/timing/**'],
+          exclude: ['tests/exclusive/**', 'tests/timing/**', 'tests/e2e/**'],
+        },
+      },
+      {
+        // The web console in Debian's Chromium (tests/helpers/browser.ts), one file at a time.
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['tests/e2e/**/*.test.ts'],
+          testTimeout: 120_000,
+          expect: { poll: { timeout: 15_000, interval: 100 } },
         },
       },
       {

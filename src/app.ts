@@ -7,6 +7,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify';
 import { infrastructureFailure } from './errors.ts';
 import { registerAuth } from './http/auth.ts';
 import { registerBodyDrain } from './http/body-drain.ts';
+import { type ConsolePages, loadConsole } from './http/console.ts';
 import { registerCors } from './http/cors.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { MAX_RAW_PARAM_LENGTH, registerInputGuard } from './http/input-guard.ts';
@@ -24,6 +25,8 @@ import type { Services } from './services.ts';
 export interface AppOptions {
   /** Where log lines go; standard output by default. Tests pass a stream to read them. */
   logStream?: NodeJS.WritableStream;
+  /** The web console to serve at `/`: the built one in web/dist by default, none with `false`. */
+  console?: ConsolePages | false;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -54,7 +57,22 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   // The API speaks JSON only: anything else is 415 rather than a string body.
   app.removeContentTypeParser('text/plain');
   app.addSchema(ProblemSchema);
-  registerErrorHandling(app, config.bodyLimit, (error) => infrastructureFailure(error) ?? error);
+  const consolePages =
+    options.console === false
+      ? undefined
+      : (options.console ??
+        loadConsole({
+          connectOrigins:
+            config.auth.mode === 'oidc' && config.auth.consoleClientId
+              ? [new URL(config.auth.issuer).origin]
+              : [],
+        }));
+  registerErrorHandling(
+    app,
+    config.bodyLimit,
+    (error) => infrastructureFailure(error) ?? error,
+    consolePages,
+  );
 
   // WebSocket upgrades run through the same hooks as any request (auth, input guard). First,
   // so its hook marks an upgrade before any other can refuse it: a refused upgrade is then
@@ -67,6 +85,9 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   app.addHook('onRequest', (_request, _reply, done) => runAsWorkStartedAt(performance.now(), done));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Every answer, API or page: no content sniffing, no address leaking to other sites.
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'same-origin');
   });
   registerInputGuard(app);
   // An answer given before the body arrived (413, 401) waits for the rest of it, so the
@@ -95,6 +116,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   registerPrometheus(app, { token: config.metricsToken, postings: services.retrieval.postings.usage });
+  await consolePages?.register(app);
   if (services.devJwks) await app.register(devJwksRoutes, { jwks: services.devJwks });
   // Each module's routes, in the order of `services.routes`: one encapsulated plugin per module.
   await app.register(

@@ -31,7 +31,15 @@ export type DatabaseConfig =
  * `dev` makes the service its own issuer (development only).
  */
 export type AuthConfig =
-  | { mode: 'oidc'; issuer: string; audience: string; jwksUrl?: string; algorithms: string[] }
+  | {
+      mode: 'oidc';
+      issuer: string;
+      audience: string;
+      jwksUrl?: string;
+      algorithms: string[];
+      /** The web console's public client at the issuer (authorization code + PKCE); unset, the console takes pasted tokens only. */
+      consoleClientId?: string;
+    }
   | { mode: 'dev'; issuer: string; audience: string; algorithms: string[] };
 
 /** What this process does with jobs: `api` only enqueues, `worker` only consumes, `all` both. */
@@ -399,6 +407,7 @@ function readAuth(env: NodeJS.ProcessEnv, production: boolean, problems: string[
   const issuer = env.OIDC_ISSUER?.trim();
   const audience = env.OIDC_AUDIENCE?.trim();
   const jwksUrl = env.OIDC_JWKS_URL?.trim() || undefined;
+  const consoleClientId = env.OIDC_CONSOLE_CLIENT_ID?.trim() || undefined;
   const algorithms = env.OIDC_ALGORITHMS?.trim()
     ? env.OIDC_ALGORITHMS.split(',').map((a) => a.trim())
     : DEFAULT_ALGORITHMS;
@@ -410,7 +419,7 @@ function readAuth(env: NodeJS.ProcessEnv, production: boolean, problems: string[
   if (jwksUrl !== undefined && !URL.canParse(jwksUrl)) problems.push('OIDC_JWKS_URL must be a URL');
   if (issuer) {
     if (!audience) problems.push('OIDC_AUDIENCE is required when OIDC_ISSUER is set');
-    return { mode: 'oidc', issuer, audience: audience ?? '', jwksUrl, algorithms };
+    return { mode: 'oidc', issuer, audience: audience ?? '', jwksUrl, algorithms, consoleClientId };
   }
   if (production) {
     problems.push(

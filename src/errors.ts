@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   workspace_forbidden: 403,
   insufficient_role: 403,
   platform_admin_required: 403,
+  dev_session_local_only: 403,
   metrics_forbidden: 403,
   credential_inactive: 403,
   credential_expired: 403,

@@ -210,6 +210,7 @@ export async function createServices(config: Config, database: Database, options
 
   // The route plugins, registered under /api in this order (the order of openapi.json).
   const routes: ModuleRoutes[] = [
+    identity.routes,
     system.routes,
     workspaces.routes,
     agents.routes,

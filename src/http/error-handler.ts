@@ -184,11 +184,14 @@ function sendProblem(reply: FastifyReply, problem: Problem, headers?: Record<str
  * Installs the one place where errors turn into HTTP responses, including unknown routes.
  * `translate` maps infrastructure failures the HTTP layer cannot know (a lost database
  * connection) to an `AppError`; anything it returns unchanged is handled as before.
+ * `pages` answers a browser's navigation to a path no route has (the web console's own
+ * routes, such as `/runs/<id>`) before it becomes a 404.
  */
 export function registerErrorHandling(
   app: FastifyInstance,
   bodyLimit: number,
   translate: (error: unknown) => unknown = (error) => error,
+  pages?: { sendPage(request: FastifyRequest, reply: FastifyReply): boolean },
 ): void {
   app.setErrorHandler((error, request: FastifyRequest, reply) => {
     const { problem, headers } = toProblem(translate(error), request.id, bodyLimit);
@@ -200,6 +203,7 @@ export function registerErrorHandling(
   const routes = createRouteTable();
   app.addHook('onRoute', (route) => routes.add(route.method, route.url));
   app.setNotFoundHandler((request, reply) => {
+    if (pages?.sendPage(request, reply)) return reply;
     const path = request.url.split('?')[0] ?? '/';
     const allowed = routes.methodsOf(path);
     // A path that exists with other methods is 405 naming them (RFC 9110 15.5.6), not 404.

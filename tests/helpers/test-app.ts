@@ -10,6 +10,7 @@ import { boot, startServices } from '../../src/boot.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { Database } from '../../src/db/client.ts';
 import { rowsOf } from '../../src/db/rows.ts';
+import type { ConsolePages } from '../../src/http/console.ts';
 import { createLogger } from '../../src/logger.ts';
 import { DEV_USER_ID, readDevIdentity } from '../../src/modules/identity/dev-identity.ts';
 import { mintDevToken } from '../../src/modules/identity/dev-issuer.ts';
@@ -135,7 +136,7 @@ export interface TestApp {
  * tests isolate themselves by workspace.
  */
 export async function createTestApp(
-  options: { env?: NodeJS.ProcessEnv; reuse?: TestDatabaseEnv } = {},
+  options: { env?: NodeJS.ProcessEnv; reuse?: TestDatabaseEnv; console?: ConsolePages | false } = {},
 ): Promise<TestApp> {
   const dbEnv = options.reuse ?? (await createTestDatabaseEnv());
   const config = loadConfig({ ...dbEnv.env, ...options.env });
@@ -150,7 +151,10 @@ export async function createTestApp(
   });
   const { database, services } = await boot(config, { log: createLogger(config.logLevel, logStream) });
   const stopServices = await startServices(services);
-  const app = await buildApp(services, { logStream });
+  const app = await buildApp(services, {
+    logStream,
+    ...(options.console === undefined ? {} : { console: options.console }),
+  });
   await app.ready();
 
   const token = async (userId = DEV_USER_ID, ttlSeconds = 3600) => {

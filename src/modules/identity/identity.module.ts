@@ -2,6 +2,7 @@ import type { JWK } from 'jose';
 import type { Config } from '../../config.ts';
 import type { Module } from '../../module.ts';
 import { type DevSigningKey, loadDevSigningKey } from './dev-issuer.ts';
+import { identityRoutes } from './identity.routes.ts';
 import { createTokenVerifier } from './token-verifier.ts';
 
 export interface IdentityModuleDependencies {
@@ -18,5 +19,10 @@ export async function createIdentityModule(deps: IdentityModuleDependencies) {
   const devKey: DevSigningKey | undefined =
     auth.mode === 'dev' ? await loadDevSigningKey(dataDir) : undefined;
   const devJwks: { keys: JWK[] } | undefined = devKey ? { keys: [devKey.publicJwk] } : undefined;
-  return { devKey, devJwks, verifyToken: createTokenVerifier(auth, devJwks) } satisfies Module;
+  return {
+    devKey,
+    devJwks,
+    verifyToken: createTokenVerifier(auth, devJwks),
+    routes: (app) => identityRoutes(app, { auth, ...(devKey ? { devKey } : {}) }),
+  } satisfies Module;
 }

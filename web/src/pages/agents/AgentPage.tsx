@@ -1,0 +1,102 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link, useNavigate, useParams } from 'react-router';
+import { api, unwrap } from '../../api/client.ts';
+import { useWorkspace } from '../../app/workspace.tsx';
+import { Badge } from '../../ui/Badge.tsx';
+import { ConfirmButton } from '../../ui/ConfirmButton.tsx';
+import { formatTime } from '../../ui/format.ts';
+import { Empty, isNotFound, Loading, ProblemAlert } from '../../ui/states.tsx';
+import { RunTable } from '../runs/RunTable.tsx';
+
+export default function AgentPage() {
+  const { id = '' } = useParams();
+  const { can } = useWorkspace();
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const agent = useQuery({
+    queryKey: ['agent', id],
+    queryFn: () => unwrap(api.GET('/api/agents/{id}', { params: { path: { id } } })),
+  });
+  const runs = useQuery({
+    queryKey: ['runs', { agent_id: id }],
+    queryFn: () => unwrap(api.GET('/api/runs', { params: { query: { agent_id: id, limit: 10 } } })),
+  });
+  const remove = useMutation({
+    mutationFn: () => unwrap(api.DELETE('/api/agents/{id}', { params: { path: { id } } })),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ['agents'] });
+      navigate('/agents');
+    },
+  });
+
+  if (agent.isPending) return <Loading what="the agent" />;
+  if (isNotFound(agent.error)) {
+    return (
+      <>
+        <h1>Agent not found</h1>
+        <p>
+          No agent with this id exists in this workspace. <Link to="/agents">All agents</Link>
+        </p>
+      </>
+    );
+  }
+  if (!agent.data) return <ProblemAlert error={agent.error} />;
+  const a = agent.data;
+  return (
+    <>
+      <div className="spread">
+        <h1>
+          {a.name} <Badge value={a.status} />
+        </h1>
+        {can('member') && (
+          <div className="row">
+            <Link className="button" to={`/agents/${a.id}/edit`}>
+              Edit agent
+            </Link>
+            <ConfirmButton
+              label="Delete agent"
+              question={`Delete ${a.name}?`}
+              confirmLabel="Yes, delete the agent"
+              onConfirm={() => remove.mutate()}
+              disabled={remove.isPending}
+            />
+          </div>
+        )}
+      </div>
+      <ProblemAlert error={remove.error} title="The agent was not deleted" />
+      <section className="card" aria-labelledby="agent-details">
+        <h2 id="agent-details">Details</h2>
+        <dl className="facts">
+          <dt>Role</dt>
+          <dd>{a.role ?? '—'}</dd>
+          <dt>Model</dt>
+          <dd>{a.model ? `${a.model.provider} / ${a.model.name}` : 'workspace default'}</dd>
+          <dt>Policy</dt>
+          <dd>{a.policy ? `${a.policy.id}${a.policy.label ? ` (${a.policy.label})` : ''}` : '—'}</dd>
+          <dt>Tools</dt>
+          <dd>{a.tools.length ? a.tools.map((tool) => tool.name).join(', ') : 'none'}</dd>
+          <dt>Created</dt>
+          <dd>{formatTime(a.created_at)}</dd>
+        </dl>
+        {a.description && <p>{a.description}</p>}
+        {a.system_prompt && (
+          <>
+            <h3>System prompt</h3>
+            <pre>{a.system_prompt}</pre>
+          </>
+        )}
+      </section>
+      <section aria-labelledby="agent-runs">
+        <h2 id="agent-runs">Recent runs</h2>
+        <ProblemAlert error={runs.error} />
+        {runs.data && runs.data.total === 0 && <Empty>This agent has not run yet.</Empty>}
+        {runs.data && runs.data.items.length > 0 && (
+          <RunTable runs={runs.data.items} caption="Runs of this agent" />
+        )}
+        {runs.data && runs.data.total > 10 && (
+          <Link to={`/runs?agent_id=${a.id}`}>All {runs.data.total} runs</Link>
+        )}
+      </section>
+    </>
+  );
+}
