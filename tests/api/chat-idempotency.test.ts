@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
 import { openEventStream } from '../helpers/event-stream.ts';
@@ -29,7 +30,13 @@ async function configure(actor: Actor, overrides: Record<string, unknown> = {}) 
   });
   const response = await t.call(actor, 'PUT', '/api/settings/providers', {
     providers: [
-      { id: 'loop', kind: 'openai_compatible', base_url: llm.url, credential_id: credential.id, ...overrides },
+      {
+        id: 'loop',
+        kind: 'openai_compatible',
+        base_url: llm.url,
+        credential_id: credential.id,
+        ...overrides,
+      },
     ],
     default_model: { provider: 'loop', name: 'chat-model' },
     prices: [{ provider: 'loop', name: 'chat-model', input_per_million: 2, output_per_million: 10 }],
@@ -119,13 +126,23 @@ describe('a retried POST /api/chat with the same Idempotency-Key', () => {
     try {
       const agent = await buildAgent(t, alice, { model: null, tools: [{ name: 'http_request' }] });
       llm.reply(
-        { type: 'tool_calls', calls: [{ id: 'call_w', name: 'http_request', input: { method: 'GET', url } }] },
+        {
+          type: 'tool_calls',
+          calls: [{ id: 'call_w', name: 'http_request', input: { method: 'GET', url } }],
+        },
         { type: 'text', text: ['It is ', '21 degrees.'] },
       );
       const key = newKey();
       const body = { message: 'Weather?', agent_id: agent.id };
       const sent = await (await chat(alice, body, key)).done;
-      expect(sent.map((e) => e.event)).toEqual(['start', 'tool_call', 'tool_result', 'delta', 'delta', 'done']);
+      expect(sent.map((e) => e.event)).toEqual([
+        'start',
+        'tool_call',
+        'tool_result',
+        'delta',
+        'delta',
+        'done',
+      ]);
       const calls = llm.modelRequests().length;
 
       const replayed = await (await chat(alice, body, key)).done;
@@ -194,7 +211,11 @@ describe('a retried POST /api/chat with the same Idempotency-Key', () => {
   it('keeps keys per user and per workspace: the same key of another member or workspace is its own turn', async () => {
     const key = newKey();
     const calls = llm.modelRequests().length;
-    llm.reply({ type: 'text', text: 'for alice' }, { type: 'text', text: 'for carol' }, { type: 'text', text: 'for bob' });
+    llm.reply(
+      { type: 'text', text: 'for alice' },
+      { type: 'text', text: 'for carol' },
+      { type: 'text', text: 'for bob' },
+    );
     const answers: string[] = [];
     for (const actor of [alice, carol, bob]) {
       const stream = await chat(actor, { message: 'Same key, same words' }, key);
@@ -215,9 +236,15 @@ describe('a retried POST /api/chat with the same Idempotency-Key', () => {
   it('answers 400 naming the header for a key that is too long or not printable ASCII', async () => {
     const calls = llm.modelRequests().length;
     for (const key of ['k'.repeat(256), 'clé', 'tab\there']) {
-      const response = await t.call(alice, 'POST', '/api/chat', { message: 'hi' }, {
-        headers: { 'idempotency-key': key },
-      });
+      const response = await t.call(
+        alice,
+        'POST',
+        '/api/chat',
+        { message: 'hi' },
+        {
+          headers: { 'idempotency-key': key },
+        },
+      );
       expect(response.statusCode, key).toBe(400);
       expect(response.headers['content-type']).toContain('application/problem+json');
       expect(response.json().errors[0].field).toBe('headers.idempotency-key');
@@ -308,5 +335,27 @@ describe('a keyed turn that failed', () => {
     expect(replayed[2]?.data).toMatchObject({ code: 'answer_interrupted', status: 409 });
     expect(replayed[2]?.data.message).toContain('new Idempotency-Key');
     expect(llm.modelRequests()).toHaveLength(calls);
+  });
+
+  it('unfinished for longer than a turn can stream is taken as its process having died: replayed as answer_interrupted', async () => {
+    const key = newKey();
+    llm.reply({ type: 'text', text: ['never ', 'finished'], holdOpen: true });
+    const stream = await chat(alice, { message: 'Are you there?' }, key);
+    const [start] = await stream.waitForEvents(2);
+    const waiting = await chat(alice, { message: 'Are you there?' }, key);
+    expect(waiting.status).toBe(409);
+    expect(waiting.problem.code).toBe('idempotency_in_progress');
+
+    // As if the process streaming it had died ten minutes ago: the answer still says incomplete.
+    await t.database.db.execute(
+      sql`update chat_turn_keys set created_at = now() - interval '10 minutes 1 second' where key = ${key}`,
+    );
+    const calls = llm.modelRequests().length;
+    const replayed = await (await chat(alice, { message: 'Are you there?' }, key)).done;
+    expect(replayed.map((e) => e.event)).toEqual(['start', 'error']);
+    expect(replayed[0]?.data).toEqual(start?.data);
+    expect(replayed[1]?.data).toMatchObject({ code: 'answer_interrupted', status: 409 });
+    expect(llm.modelRequests()).toHaveLength(calls);
+    stream.close();
   });
 });

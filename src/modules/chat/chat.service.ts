@@ -84,9 +84,10 @@ const present = ({ workspace_id: _workspace, ...message }: MessageRow) => messag
  * Chat: one user's conversations with a model (and optionally an agent: its model, system
  * prompt and tools). An answer streams as events; everything that can fail before the model's
  * first output (an unknown conversation or agent, every provider down) fails before the first
- * event, so the route answers it as problem+json and nothing is stored. Once the first output
- * arrives, the user's message and the answer are stored, and the answer is completed (or marked
- * with its error, or as aborted) when the stream ends.
+ * event, so the route answers it as problem+json and nothing is kept. The user's message and
+ * an answer marked incomplete are stored before the model is called (with the turn's
+ * `Idempotency-Key`, if any), taken back if it fails before its first output, and the answer
+ * is completed (or marked with its error, or as aborted) when the stream ends.
  */
 export function createChatService(deps: ChatDependencies) {
   const repo = createChatRepository(deps.db);
