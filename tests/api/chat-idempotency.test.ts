@@ -162,7 +162,6 @@ describe('a retried POST /api/chat with the same Idempotency-Key', () => {
     const calls = llm.modelRequests().length;
     // A slow model: the second request arrives while the first waits for its first token.
     llm.reply({ type: 'text', text: ['slow ', 'answer'], firstByteDelayMs: 1_500 });
-    llm.fallbackReply = { type: 'text', text: 'a second model call' };
     const streams = await Promise.all([
       chat(alice, { message: 'Race me' }, key),
       chat(alice, { message: 'Race me' }, key),
