@@ -59,6 +59,8 @@ export const ERROR_CODES = {
   source_indexing: 409,
   playbook_agents_missing: 409,
   tenant_not_empty: 409,
+  idempotency_in_progress: 409,
+  answer_interrupted: 409,
   precondition_failed: 412,
   idempotency_key_reused: 422,
   policy_variable_missing: 422,

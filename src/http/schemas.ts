@@ -93,8 +93,10 @@ export const Json = <T extends TSchema>(
 export const EventStream = (
   description: string,
   events: { name: string | TSchema; data: TSchema; id?: string; description?: string }[],
+  headers?: Record<string, TSchema>,
 ) => ({
   description,
+  ...(headers ? { headers } : {}),
   content: {
     'text/event-stream': {
       schema: Type.Union(
@@ -126,6 +128,19 @@ export const StreamErrorEvent = {
   }),
   description: 'the stream failed or the caller’s access was withdrawn; the stream ends after it',
 };
+
+/**
+ * The `Idempotency-Key` request header (the IETF httpapi draft's name, as Stripe uses it): 1 to
+ * 255 printable ASCII characters chosen by the client, so a retried request is recognised.
+ * A bad one is a 400 naming `headers.idempotency-key`.
+ */
+export const IdempotencyKeyHeader = (description: string) =>
+  Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$', description }));
+
+/** The `Idempotent-Replayed` response header: the answer is the one a repeated key first got. */
+export const IdempotentReplayedHeader = (description: string) => ({
+  'Idempotent-Replayed': Type.Literal('true', { description }),
+});
 
 /** A response without a body (204), and what it means. */
 export const NoContent = (description: string) => Type.Null({ description });

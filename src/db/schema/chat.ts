@@ -1,10 +1,12 @@
 import {
+  bigint,
   bigserial,
   doublePrecision,
   index,
   integer,
   jsonb,
   pgTable,
+  primaryKey,
   text,
   timestamp,
   uuid,
@@ -90,4 +92,35 @@ export const messages = pgTable(
     created_at: createdAt(),
   },
   (t) => [index('messages_conversation_idx').on(t.conversation_id, t.id)],
+);
+
+/**
+ * The `Idempotency-Key` of a chat turn: who sent it, a digest of the request it came with, and
+ * the answer it started. The primary key decides between two requests with the same key (the
+ * claim is the statement that stores the user's message), so a retried POST replays its turn
+ * instead of calling the model again. Deleted with the answer (and so with its conversation).
+ */
+export const chatTurnKeys = pgTable(
+  'chat_turn_keys',
+  {
+    workspace_id: uuid('workspace_id')
+      .notNull()
+      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    /** Keys are per user: two members may choose the same key. */
+    user_id: varchar('user_id', { length: 255 }).notNull(),
+    key: varchar('key', { length: 255 }).notNull(),
+    /** SHA-256 (hex) of the request's message, conversation and agent: a reused key must match. */
+    request_hash: varchar('request_hash', { length: 64 }).notNull(),
+    /** The assistant's answer the turn wrote (the user's message is the one before it). */
+    message_id: bigint('message_id', { mode: 'number' })
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    /** The `done` event's payload once the answer finished (its fallbacks are stored nowhere else). */
+    done: jsonb('done').$type<Record<string, unknown>>(),
+    created_at: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspace_id, t.user_id, t.key] }),
+    index('chat_turn_keys_message_idx').on(t.message_id),
+  ],
 );

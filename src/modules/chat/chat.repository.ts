@@ -8,7 +8,7 @@ import {
   totalCount,
 } from '../../db/queries.ts';
 import { rowsOf } from '../../db/rows.ts';
-import { conversations, messages } from '../../db/schema/chat.ts';
+import { chatTurnKeys, conversations, messages } from '../../db/schema/chat.ts';
 import type { Db } from '../../db/transaction.ts';
 
 /** The chat vocabulary, for the service (which imports no db/ file but transaction.ts). */
@@ -33,6 +33,25 @@ export type MessageOutcome = Pick<
   | 'model'
   | 'error'
 >;
+
+/** The two rows a turn writes: the user's message and the assistant's answer. */
+export interface TurnIds {
+  questionId: number;
+  answerId: number;
+}
+
+/** A turn found by its `Idempotency-Key`: the key's record and the answer as it stands. */
+export type KeyedTurn = Pick<typeof chatTurnKeys.$inferSelect, 'request_hash' | 'done'> &
+  Pick<MessageRow, 'conversation_id' | 'content' | 'tool_calls' | 'citations' | 'error'> & {
+    message_id: number;
+    /** Milliseconds since the key was claimed, by the database's clock. */
+    age_ms: number;
+  };
+
+/** PostgreSQL's unique_violation (drizzle wraps the driver's error): another request took the key. */
+const isUniqueViolation = (error: unknown): boolean =>
+  (error as { code?: string }).code === '23505' ||
+  (error as { cause?: { code?: string } }).cause?.code === '23505';
 
 /** Whose conversations: a conversation belongs to a workspace and to the user who started it. */
 export interface Owner {
@@ -106,8 +125,11 @@ export function createChatRepository(db: Db) {
     /**
      * Starts a turn in one statement: the conversation created (`start` given) or moved to the
      * top of its owner's list, then the user's message and the assistant's placeholder (ids in
-     * that order). Answers the placeholder's id, or undefined when the conversation is gone.
-     * One statement is one round trip and atomic without a transaction of its own.
+     * that order), and with `key` the key's claim on them. Answers both ids; undefined when the
+     * conversation is gone; `'key_taken'` when another turn of the owner already holds the key
+     * (its primary key decides, so of two racing requests one claims and the other is told).
+     * One statement is one round trip and atomic without a transaction of its own: a key that
+     * is taken stores nothing.
      */
     async startTurn(
       owner: Owner,
@@ -116,8 +138,9 @@ export function createChatRepository(db: Db) {
         start?: { title: string; agent_id: string | null };
         question: string;
         placeholderError: string;
+        key?: { key: string; requestHash: string };
       },
-    ): Promise<number | undefined> {
+    ): Promise<TurnIds | 'key_taken' | undefined> {
       const { workspaceId, userId } = owner;
       const conversation = turn.start
         ? sql`insert into conversations (id, workspace_id, user_id, title, agent_id)
@@ -126,33 +149,118 @@ export function createChatRepository(db: Db) {
         : sql`update conversations set last_message_at = now(), updated_at = now()
             where workspace_id = ${workspaceId} and user_id = ${userId} and id = ${turn.conversationId}
             returning id`;
-      const result = await db.execute(sql`with conversation as (${conversation}),
-        inserted as (
-          insert into messages (conversation_id, workspace_id, role, content, error)
-          select c.id, ${workspaceId}, m.role, m.content, m.error
-          from conversation c,
-            (values (1, 'user', ${turn.question}, null), (2, 'assistant', '', ${turn.placeholderError}))
-              as m(n, role, content, error)
-          order by m.n
-          returning id, role
+      const claim = turn.key
+        ? sql`, claimed as (
+            insert into chat_turn_keys (workspace_id, user_id, key, request_hash, message_id)
+            select ${workspaceId}, ${userId}, ${turn.key.key}, ${turn.key.requestHash}, id
+            from inserted where role = 'assistant'
+          )`
+        : sql``;
+      try {
+        const result = await db.execute(sql`with conversation as (${conversation}),
+          inserted as (
+            insert into messages (conversation_id, workspace_id, role, content, error)
+            select c.id, ${workspaceId}, m.role, m.content, m.error
+            from conversation c,
+              (values (1, 'user', ${turn.question}, null), (2, 'assistant', '', ${turn.placeholderError}))
+                as m(n, role, content, error)
+            order by m.n
+            returning id, role
+          )${claim}
+          select id::float8 as id, role from inserted`);
+        const rows = rowsOf<{ id: number; role: string }>(result);
+        const question = rows.find((row) => row.role === 'user');
+        const answer = rows.find((row) => row.role === 'assistant');
+        return question && answer
+          ? { questionId: Number(question.id), answerId: Number(answer.id) }
+          : undefined;
+      } catch (error) {
+        if (turn.key && isUniqueViolation(error)) return 'key_taken';
+        throw error;
+      }
+    },
+
+    /**
+     * Takes back a turn that failed before the model's first output, in one statement, so that
+     * nothing of it stays: a conversation it created goes (with its messages and key); else its
+     * two messages go (and the key with them), and the conversation's times are put back unless
+     * a later turn moved them since.
+     */
+    async releaseTurn(
+      owner: Owner,
+      turn: TurnIds & {
+        conversationId: string;
+        /** The conversation's times before the turn; absent when the turn created it. */
+        before?: Pick<ConversationRow, 'last_message_at' | 'updated_at'>;
+      },
+    ): Promise<void> {
+      const { workspaceId, userId } = owner;
+      if (!turn.before) {
+        await db.execute(sql`delete from conversations
+          where workspace_id = ${workspaceId} and user_id = ${userId} and id = ${turn.conversationId}`);
+        return;
+      }
+      await db.execute(sql`with gone as (
+          delete from messages
+          where workspace_id = ${workspaceId} and conversation_id = ${turn.conversationId}
+            and id in (${turn.questionId}, ${turn.answerId})
         )
-        select id::float8 as id from inserted where role = 'assistant'`);
-      const [row] = rowsOf<{ id: number }>(result);
-      return row ? Number(row.id) : undefined;
+        update conversations set last_message_at = ${turn.before.last_message_at},
+          updated_at = ${turn.before.updated_at}
+        where workspace_id = ${workspaceId} and user_id = ${userId} and id = ${turn.conversationId}
+          and not exists (select 1 from messages
+            where conversation_id = ${turn.conversationId} and id > ${turn.answerId})`);
+    },
+
+    /** The owner's turn that `key` started, with its answer as it stands; undefined when none did. */
+    async findKeyedTurn(owner: Owner, key: string): Promise<KeyedTurn | undefined> {
+      const [row] = await db
+        .select({
+          request_hash: chatTurnKeys.request_hash,
+          done: chatTurnKeys.done,
+          age_ms:
+            sql<number>`(extract(epoch from now() - ${chatTurnKeys.created_at}) * 1000)::float8`.mapWith(
+              Number,
+            ),
+          message_id: messages.id,
+          conversation_id: messages.conversation_id,
+          content: messages.content,
+          tool_calls: messages.tool_calls,
+          citations: messages.citations,
+          error: messages.error,
+        })
+        .from(chatTurnKeys)
+        .innerJoin(messages, eq(messages.id, chatTurnKeys.message_id))
+        .where(
+          and(
+            eq(chatTurnKeys.workspace_id, owner.workspaceId),
+            eq(chatTurnKeys.user_id, owner.userId),
+            eq(chatTurnKeys.key, key),
+          ),
+        );
+      return row;
     },
 
     /**
      * Ends a turn in one statement: how the assistant's message ended (its answer, usage and
-     * cost, or its error) and its conversation moved to the top of its owner's list.
+     * cost, or its error) and its conversation moved to the top of its owner's list; with
+     * `done`, the `done` event's payload kept with the turn's key, for a retry to replay.
      */
     async finishTurn(
       workspaceId: string,
       conversationId: string,
       answerId: number,
       outcome: MessageOutcome,
+      done?: Record<string, unknown>,
     ): Promise<void> {
       const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
-      await db.execute(sql`with answer as (
+      const keyed = done
+        ? sql`keyed as (
+            update chat_turn_keys set done = ${json(done)}::jsonb
+            where workspace_id = ${workspaceId} and message_id = ${answerId}
+          ),`
+        : sql``;
+      await db.execute(sql`with ${keyed} answer as (
           update messages set content = ${outcome.content},
             tool_calls = coalesce(${json(outcome.tool_calls)}::jsonb, tool_calls),
             citations = coalesce(${json(outcome.citations)}::jsonb, citations),

@@ -2,7 +2,16 @@ import { type TSchema, Type } from 'typebox';
 import { CitationSchema, MessageRoleSchema, UsageSchema } from '../../db/schema/chat.ts';
 import { ToolCallRecordSchema } from '../../db/schema/runs.ts';
 import { AppliedPriceSchema } from '../../db/schema/settings.ts';
-import { EventStream, Page, PageQuery, StreamErrorEvent, Timestamp, Uuid } from '../../http/schemas.ts';
+import {
+  EventStream,
+  IdempotencyKeyHeader,
+  IdempotentReplayedHeader,
+  Page,
+  PageQuery,
+  StreamErrorEvent,
+  Timestamp,
+  Uuid,
+} from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
@@ -22,6 +31,12 @@ export const ChatBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const ChatHeaders = Type.Object({
+  'idempotency-key': IdempotencyKeyHeader(
+    'your id for this turn, unique per workspace and user: a retry with the same key replays the turn instead of asking the model again',
+  ),
+});
 
 export const ConversationSchema = Type.Object(
   {
@@ -126,4 +141,7 @@ export const ChatStreamResponse = EventStream(
     ),
     StreamErrorEvent,
   ],
+  IdempotentReplayedHeader(
+    'sent when a repeated Idempotency-Key replays the turn it started (its stored events; the model is not called)',
+  ),
 );

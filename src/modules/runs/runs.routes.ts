@@ -2,7 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { LiveStreams } from '../../http/live-streams.ts';
 import { bodyMayBeOmitted } from '../../http/optional-body.ts';
-import { EventStream, IdParams, Json, LocationHeader, NoContent } from '../../http/schemas.ts';
+import {
+  EventStream,
+  IdempotentReplayedHeader,
+  IdParams,
+  Json,
+  LocationHeader,
+  NoContent,
+} from '../../http/schemas.ts';
 import { resumePoint, sendEventStream } from '../../http/sse.ts';
 import {
   ListRunsQuery,
@@ -42,9 +49,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
         response: {
           202: Json('The queued run (or, for a repeated Idempotency-Key, the run it started)', RunSchema, {
             ...LocationHeader('the run'),
-            'Idempotent-Replayed': Type.Literal('true', {
-              description: 'sent when a repeated Idempotency-Key answered the run it started',
-            }),
+            ...IdempotentReplayedHeader('sent when a repeated Idempotency-Key answered the run it started'),
           }),
         },
       },

@@ -10,7 +10,15 @@ import {
   ToolCallRecordSchema,
 } from '../../db/schema/runs.ts';
 import { AppliedPriceSchema } from '../../db/schema/settings.ts';
-import { DateTime, Page, PageQuery, StreamErrorEvent, Timestamp, Uuid } from '../../http/schemas.ts';
+import {
+  DateTime,
+  IdempotencyKeyHeader,
+  Page,
+  PageQuery,
+  StreamErrorEvent,
+  Timestamp,
+  Uuid,
+} from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
@@ -37,12 +45,8 @@ export const StartRunBody = Type.Object(
 );
 
 export const StartRunHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 255,
-      description: 'a retried request with the same key answers the run the first one started',
-    }),
+  'idempotency-key': IdempotencyKeyHeader(
+    'a retried request with the same key answers the run the first one started',
   ),
 });
 
