@@ -154,4 +154,63 @@ describe('the web console', () => {
     await shot(page, 'runs-phone-dark');
     await context.close();
   });
+
+  it('sends an expired session back to sign-in on the same page, and returns there after', async () => {
+    const context = await harness.context();
+    const page = await context.newPage();
+    await signIn(page, '/workflows');
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1, name: 'Workflows' }).isVisible())
+      .toBe(true);
+    // The token stops being valid (as an expired or revoked one does): the next call is a 401.
+    await page.evaluate(`{
+      const key = 'agent-platform.session';
+      const session = JSON.parse(sessionStorage.getItem(key));
+      sessionStorage.setItem(key, JSON.stringify({ ...session, token: session.token + 'x' }));
+    }`);
+    await page.reload();
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1, name: 'Sign in to Agent Platform' }).isVisible())
+      .toBe(true);
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('no longer valid');
+    expect(new URL(page.url()).pathname).toBe('/workflows');
+    await page.getByRole('button', { name: 'Sign in as developer' }).click();
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1, name: 'Workflows' }).isVisible())
+      .toBe(true);
+    await context.close();
+  });
+
+  it('can be used with the keyboard alone, with a visible focus', async () => {
+    const context = await harness.context();
+    const page = await context.newPage();
+    await signIn(page, '/agents');
+    await expect.poll(() => page.getByRole('link', { name: 'New agent' }).isVisible()).toBe(true);
+    // Tab through the page, as a keyboard user does, until the action has the focus.
+    for (let i = 0; i < 40; i += 1) {
+      await page.keyboard.press('Tab');
+      if ((await page.evaluate('document.activeElement?.textContent')) === 'New agent') break;
+    }
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('New agent');
+    const outline = await page.evaluate('getComputedStyle(document.activeElement).outlineStyle');
+    expect(outline).not.toBe('none');
+    await page.keyboard.press('Enter');
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1, name: 'New agent' }).isVisible())
+      .toBe(true);
+    for (let i = 0; i < 40; i += 1) {
+      await page.keyboard.press('Tab');
+      if (
+        (await page.evaluate('document.activeElement?.id')) ===
+        (await page.getByLabel('Name', { exact: true }).getAttribute('id'))
+      )
+        break;
+    }
+    await page.keyboard.type('Typed by keyboard');
+    await page.keyboard.press('Enter');
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1, name: /Typed by keyboard/ }).isVisible())
+      .toBe(true);
+    await context.close();
+  });
 });
