@@ -213,4 +213,24 @@ describe('the web console', () => {
       .toBe(true);
     await context.close();
   });
+
+  it('keeps the live activity feed through a dropped connection, with no event lost or doubled', async () => {
+    const context = await harness.context();
+    const page = await context.newPage();
+    await signIn(page);
+    await expect.poll(() => page.getByText('Live', { exact: true }).isVisible()).toBe(true);
+    // The server drops every socket (a proxy's idle timeout, a restart) and an event is
+    // written before the console reconnects.
+    for (const socket of t.app.websocketServer.clients) socket.terminate();
+    await buildAgent(t, t.owner, { name: 'Made while offline' });
+    await expect
+      .poll(() => page.getByText('Live', { exact: true }).isVisible(), { timeout: 30_000 })
+      .toBe(true);
+    const feed = page.getByRole('list', { name: 'Activity' });
+    await expect.poll(() => feed.getByText('Agent “Made while offline” created').count()).toBe(1);
+    await buildAgent(t, t.owner, { name: 'Made after' });
+    await expect.poll(() => feed.getByText('Agent “Made after” created').count()).toBe(1);
+    expect(await feed.getByText('Agent “Made while offline” created').count()).toBe(1);
+    await context.close();
+  });
 });

@@ -24,6 +24,10 @@ export function useActivityFeed(onEvent?: (event: ActivityEvent) => void, keep =
     let socket: WebSocket | undefined;
     let retry: ReturnType<typeof setTimeout> | undefined;
     let lastId = 0;
+    // Once the latest events are read, every later event is after `lastId` (0 for a workspace
+    // with none yet): each socket then asks to replay from there, so nothing written between
+    // the read and the socket, or while reconnecting, is missed.
+    let cursorKnown = false;
     let failures = 0;
 
     const add = (incoming: ActivityEvent[]) => {
@@ -45,7 +49,7 @@ export function useActivityFeed(onEvent?: (event: ActivityEvent) => void, keep =
         const url = new URL('/api/ws', window.location.href);
         url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
         url.searchParams.set('ticket', ticket);
-        if (lastId > 0) url.searchParams.set('after', String(lastId));
+        if (cursorKnown) url.searchParams.set('after', String(lastId));
         socket = new WebSocket(url);
         socket.onopen = () => {
           failures = 0;
@@ -78,7 +82,9 @@ export function useActivityFeed(onEvent?: (event: ActivityEvent) => void, keep =
 
     unwrap(api.GET('/api/activity', { params: { query: { limit: 20 } } }))
       .then((page) => {
-        if (!stopped) add(page.items);
+        if (stopped) return;
+        add(page.items);
+        cursorKnown = true;
       })
       .catch(setError)
       .finally(() => {

@@ -4,7 +4,7 @@ import { api, unwrap } from '../../api/client.ts';
 import { useWorkspace } from '../../app/workspace.tsx';
 import { Badge } from '../../ui/Badge.tsx';
 import { ConfirmButton } from '../../ui/ConfirmButton.tsx';
-import { formatTime } from '../../ui/format.ts';
+import { formatCost, formatDuration, formatPercent, formatTime } from '../../ui/format.ts';
 import { Empty, isNotFound, Loading, ProblemAlert } from '../../ui/states.tsx';
 import { RunTable } from '../runs/RunTable.tsx';
 
@@ -21,6 +21,12 @@ export default function AgentPage() {
     queryKey: ['runs', { agent_id: id }],
     queryFn: () => unwrap(api.GET('/api/runs', { params: { query: { agent_id: id, limit: 10 } } })),
   });
+  // The default window (the API's: the last 24 hours), this agent's row.
+  const analytics = useQuery({
+    queryKey: ['analytics-agents'],
+    queryFn: () => unwrap(api.GET('/api/analytics/agents')),
+  });
+  const stats = analytics.data?.items.find((item) => item.agent_id === id);
   const remove = useMutation({
     mutationFn: () => unwrap(api.DELETE('/api/agents/{id}', { params: { path: { id } } })),
     onSuccess: () => {
@@ -84,6 +90,34 @@ export default function AgentPage() {
             <h3>System prompt</h3>
             <pre>{a.system_prompt}</pre>
           </>
+        )}
+      </section>
+      <section aria-labelledby="agent-analytics" className="card">
+        <h2 id="agent-analytics">Last 24 hours</h2>
+        <ProblemAlert error={analytics.error} />
+        {analytics.isPending && <Loading what="the agent's analytics" />}
+        {analytics.data && !stats && <Empty>No steps in the last 24 hours.</Empty>}
+        {stats && (
+          <dl className="facts">
+            <dt>Runs</dt>
+            <dd>{stats.runs}</dd>
+            <dt>Success rate</dt>
+            <dd>{formatPercent(stats.success_rate)}</dd>
+            <dt>Steps</dt>
+            <dd>{stats.steps}</dd>
+            <dt>Tokens</dt>
+            <dd>
+              {stats.input_tokens} in, {stats.output_tokens} out
+            </dd>
+            <dt>Cost</dt>
+            <dd>{formatCost(stats.cost)}</dd>
+            <dt>Step latency p50 / p95</dt>
+            <dd>
+              {formatDuration(stats.latency_p50_ms)} / {formatDuration(stats.latency_p95_ms)}
+            </dd>
+            <dt>Utilisation</dt>
+            <dd>{formatPercent(stats.utilisation)}</dd>
+          </dl>
         )}
       </section>
       <section aria-labelledby="agent-runs">
