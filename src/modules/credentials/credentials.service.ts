@@ -31,8 +31,8 @@ import {
   type CredentialData,
   changedFieldNames,
   checkFieldDefinitions,
+  endpointPlaceholders,
   maskCredentialData,
-  placeholdersOf,
   prepareCredentialData,
   secretFieldNames,
 } from './credential-data.ts';
@@ -277,7 +277,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       if (endpoint?.kind === 'http' && !endpoint.url) {
         errors.push({ field: 'body.test_endpoint.url', message: 'is required for an http test' });
       }
-      for (const name of placeholdersOf(endpoint).filter((p) => !names.has(p))) {
+      for (const name of endpointPlaceholders(endpoint).filter((p) => !names.has(p))) {
         errors.push({
           field: 'body.test_endpoint',
           message: `uses {{${name}}}, which is not a field of this type`,

@@ -11,6 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { type Condition, createNormaliser, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
+import { fillPlaceholders, placeholdersOf } from '../../lib/placeholders.ts';
 import { estimateTokens } from '../../lib/tokens.ts';
 
 export const SECTION_KINDS = ['instructions', 'persona', 'rules', 'examples', 'context'] as const;
@@ -91,19 +92,11 @@ export class MissingVariableError extends Error {
   }
 }
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*)\s*\}\}/g;
-
+/** `{{variables.a}}` and `{{a}}` name the same variable. */
 const variableName = (raw: string): string => raw.replace(/^variables\./, '');
 
 /** The variable names a text refers to, in order of first use. */
-export function placeholders(text: string): string[] {
-  const names: string[] = [];
-  for (const match of text.matchAll(PLACEHOLDER)) {
-    const name = variableName(match[1] as string);
-    if (!names.includes(name)) names.push(name);
-  }
-  return names;
-}
+export const placeholders = (text: string): string[] => [...new Set(placeholdersOf(text).map(variableName))];
 
 /** A section without variables and without a condition renders the same for everyone. */
 export const isStatic = (section: PolicySection): boolean =>
@@ -189,7 +182,7 @@ export function assemblePolicy(content: PolicyContent, input: AssembleInput): As
     const condition: Condition | undefined =
       section.when === undefined ? undefined : parseCondition(section.when);
     const holds = condition === undefined || evaluateCondition(condition, facts, lower);
-    const text = section.text.replace(PLACEHOLDER, (_whole, raw: string) => {
+    const text = fillPlaceholders(section.text, (raw) => {
       const name = variableName(raw);
       const value = lookup(values, name);
       if (value === undefined || value === null) {
