@@ -4,6 +4,7 @@ import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, invalidFields, notFound, preconditionFailed } from '../../errors.ts';
 import { assign, BUCKETS, bucketOf } from '../../lib/bucketing.ts';
 import { factsTooLarge, MAX_FACTS_BYTES } from '../../lib/conditions.ts';
+import type { ModelRef } from '../../lib/model-ref.ts';
 import {
   compareQuantile,
   compareRatio,
@@ -103,7 +104,7 @@ export interface AgentAssemblyInput {
 export interface AgentContext {
   system: string;
   messages: { role: 'user' | 'assistant'; content: string }[];
-  model: { provider: string; name: string } | null;
+  model: ModelRef | null;
   tools: { name: string; config?: Record<string, unknown> }[] | null;
   record: {
     policy_id: string;
