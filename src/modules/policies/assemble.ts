@@ -10,52 +10,14 @@
  *   4. over the token budget, droppable sections go from the last one back until it fits
  */
 import { createHash } from 'node:crypto';
+import type { MESSAGE_ROLES, PolicyContent, PolicySection } from '../../db/schema/policies.ts';
 import { type Condition, createNormaliser, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
 import { fillPlaceholders, placeholdersOf } from '../../lib/placeholders.ts';
 import { estimateTokens } from '../../lib/tokens.ts';
 
-export const SECTION_KINDS = ['instructions', 'persona', 'rules', 'examples', 'context'] as const;
-export const MESSAGE_ROLES = ['system', 'user', 'assistant'] as const;
-export const RETRIEVAL_MODES = ['hybrid', 'keyword', 'semantic'] as const;
+export type { PolicyContent, PolicySection } from '../../db/schema/policies.ts';
 
 type Role = (typeof MESSAGE_ROLES)[number];
-
-export interface PolicySection {
-  name: string;
-  kind: (typeof SECTION_KINDS)[number];
-  role?: Role;
-  text: string;
-  /** A condition over the facts (docs/policies.md); absent: always included. */
-  when?: string;
-  /** Kept when the budget is exceeded (true by default for instructions and rules). */
-  required?: boolean;
-}
-
-export interface PolicyVariable {
-  required?: boolean;
-  default?: string;
-  description?: string;
-}
-
-export interface ModelParams {
-  provider: string;
-  name: string;
-  temperature?: number;
-  max_tokens?: number;
-  top_p?: number;
-  fallbacks?: { provider: string; name: string }[];
-}
-
-export interface PolicyContent {
-  description?: string;
-  sections: PolicySection[];
-  variables?: Record<string, PolicyVariable>;
-  model?: ModelParams;
-  tools?: { name: string; config?: Record<string, unknown> }[];
-  retrieval?: { sources?: string[]; top_k?: number; mode?: (typeof RETRIEVAL_MODES)[number] };
-  playbooks?: string[];
-  token_budget?: number;
-}
 
 export interface AssembleInput {
   agent_id?: string;
