@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { component } from './typebox.ts';
 
 /**
  * A model, named by its provider and the provider's model name: an agent's model, a workspace's
@@ -11,6 +12,6 @@ export const ModelRefSchema = Type.Object(
     provider: Type.String({ minLength: 1, maxLength: 100, description: 'for example openai, anthropic' }),
     name: Type.String({ minLength: 1, maxLength: 255, description: 'the provider’s model name' }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component('ModelRef') },
 );
 export type ModelRef = Static<typeof ModelRefSchema>;

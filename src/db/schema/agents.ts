@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { index, jsonb, pgTable, text, uuid, varchar } from 'drizzle-orm/pg-core';
 import { type Static, Type } from 'typebox';
 import type { ModelRef } from '../../lib/model-ref.ts';
-import { StringEnum } from '../../lib/typebox.ts';
+import { component, StringEnum } from '../../lib/typebox.ts';
 import { createdAt, updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
@@ -16,7 +16,7 @@ export const ToolRefSchema = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 255 }),
     config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component('ToolRef') },
 );
 export type ToolRef = Static<typeof ToolRefSchema>;
 

@@ -1,5 +1,6 @@
 import { boolean, integer, jsonb, pgTable, primaryKey, text, uuid, varchar } from 'drizzle-orm/pg-core';
 import { type Static, Type } from 'typebox';
+import { component } from '../../lib/typebox.ts';
 import { updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
@@ -23,7 +24,7 @@ export const SplitShareSchema = Type.Object(
       description: 'relative weight; weights that sum to 100 are percentages',
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component('FlagSplitShare') },
 );
 export type SplitShare = Static<typeof SplitShareSchema>;
 
@@ -47,7 +48,7 @@ export const FlagRuleSchema = Type.Object(
     ),
     split: Type.Optional(SplitSchema),
   },
-  { additionalProperties: false, description: 'exactly one of variant and split' },
+  { additionalProperties: false, description: 'exactly one of variant and split', ...component('FlagRule') },
 );
 export type FlagRule = Static<typeof FlagRuleSchema>;
 

@@ -12,7 +12,8 @@ import {
 } from 'drizzle-orm/pg-core';
 import { type Static, Type } from 'typebox';
 import { ModelRefSchema } from '../../lib/model-ref.ts';
-import { StringEnum } from '../../lib/typebox.ts';
+import { component, StringEnum } from '../../lib/typebox.ts';
+import { ToolRefSchema } from './agents.ts';
 import { createdAt, updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
@@ -57,7 +58,7 @@ export const PolicySectionSchema = Type.Object(
       Type.Boolean({ description: 'kept over budget; default true for instructions and rules' }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component('PolicySection') },
 );
 
 /** The model a policy asks for, with its sampling parameters and fallbacks. */
@@ -69,7 +70,7 @@ export const PolicyModelSchema = Type.Object(
     top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     fallbacks: Type.Optional(Type.Array(ModelRefSchema, { maxItems: 5 })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component('PolicyModel') },
 );
 
 /** The fields of a policy's content, shared by the content and the body of `PUT` (which adds labels). */
@@ -83,18 +84,7 @@ export const PolicyContentFields = {
     }),
   ),
   model: Type.Optional(PolicyModelSchema),
-  tools: Type.Optional(
-    Type.Array(
-      Type.Object(
-        {
-          name: Type.String({ minLength: 1, maxLength: 255 }),
-          config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-        },
-        { additionalProperties: false },
-      ),
-      { maxItems: 50 },
-    ),
-  ),
+  tools: Type.Optional(Type.Array(ToolRefSchema, { maxItems: 50 })),
   retrieval: Type.Optional(
     Type.Object(
       {
@@ -115,7 +105,7 @@ export const PolicyContentFields = {
 };
 
 /** What a policy version holds: the one declaration of the shape the API takes and the assembler reads. */
-export const PolicyContentSchema = Type.Object(PolicyContentFields);
+export const PolicyContentSchema = Type.Object(PolicyContentFields, component('PolicyContent'));
 export type PolicyContent = Static<typeof PolicyContentSchema>;
 export type PolicySection = Static<typeof PolicySectionSchema>;
 
