@@ -13,7 +13,7 @@
  */
 
 /** A placeholder's name, as a regular-expression source (unanchored). */
-export const PLACEHOLDER_NAME = '[A-Za-z0-9_.-]+';
+const PLACEHOLDER_NAME = '[A-Za-z0-9_.-]+';
 
 /** A whole string that is a placeholder name: the `pattern` of a schema for names that fill one. */
 export const PLACEHOLDER_NAME_PATTERN = `^${PLACEHOLDER_NAME}$`;

@@ -12,7 +12,7 @@ export type FlagType = (typeof FLAG_TYPES)[number];
 export const VARIANT_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$';
 
 /** One share of a split: a variant name and its relative weight. */
-export const SplitShareSchema = Type.Object(
+const SplitShareSchema = Type.Object(
   {
     variant: Type.String({
       pattern: VARIANT_NAME_PATTERN,

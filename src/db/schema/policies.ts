@@ -17,15 +17,15 @@ import { ToolRefSchema } from './agents.ts';
 import { createdAt, updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
-export const SECTION_KINDS = ['instructions', 'persona', 'rules', 'examples', 'context'] as const;
+const SECTION_KINDS = ['instructions', 'persona', 'rules', 'examples', 'context'] as const;
 export const MESSAGE_ROLES = ['system', 'user', 'assistant'] as const;
-export const RETRIEVAL_MODES = ['hybrid', 'keyword', 'semantic'] as const;
+const RETRIEVAL_MODES = ['hybrid', 'keyword', 'semantic'] as const;
 
 /** A section's or a declared variable's name. */
 const POLICY_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_-]{0,63}$';
 
 /** A declared variable: whether it must be given, and its value when it is not. */
-export const PolicyVariableSchema = Type.Object(
+const PolicyVariableSchema = Type.Object(
   {
     required: Type.Optional(Type.Boolean()),
     default: Type.Optional(Type.String({ maxLength: 10_000 })),
@@ -35,7 +35,7 @@ export const PolicyVariableSchema = Type.Object(
 );
 
 /** A section of a policy: a piece of the prompt, maybe conditional. */
-export const PolicySectionSchema = Type.Object(
+const PolicySectionSchema = Type.Object(
   {
     name: Type.String({ pattern: POLICY_NAME_PATTERN, description: 'unique within the policy' }),
     kind: StringEnum(SECTION_KINDS),
