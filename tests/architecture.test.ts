@@ -390,7 +390,7 @@ describe('architecture', () => {
     expect(
       dataImportViolations(
         service,
-        "import { type AgentRow, ModelRefSchema } from '../../db/schema/agents.ts';",
+        "import { type AgentRow, AgentStatusSchema } from '../../db/schema/agents.ts';",
       ),
     ).toEqual([]);
     expect(dataImportViolations(service, "import { inTransaction } from '../../db/transaction.ts';")).toEqual(

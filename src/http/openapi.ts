@@ -1,5 +1,6 @@
 import type { SwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
+import { COMPONENT_KEYWORD } from '../lib/typebox.ts';
 import { BODY_OPTIONAL, bodyMayBeOmitted } from './optional-body.ts';
 
 interface QueryParameter {
@@ -41,6 +42,28 @@ function documentResponse(answer: unknown): unknown {
     { ...rest, schema: Object.fromEntries(Object.entries(schema ?? {}).map(([k, v]) => [k, referNamed(v)])) },
   ]);
   return { ...(answer as object), content: Object.fromEntries(media) };
+}
+
+/**
+ * Lifts every schema marked with `COMPONENT_KEYWORD` (lib/typebox.ts) into `components` under
+ * its name and answers a copy of `node` that refers to it instead. The same name given to two
+ * different schemas is refused, as for `$id`.
+ */
+function liftComponents(node: unknown, components: Record<string, unknown>): unknown {
+  if (Array.isArray(node)) return node.map((item) => liftComponents(item, components));
+  if (typeof node !== 'object' || node === null) return node;
+  const entries = Object.entries(node).map(
+    ([key, value]) => [key, liftComponents(value, components)] as const,
+  );
+  const name = (node as Record<string, unknown>)[COMPONENT_KEYWORD];
+  if (typeof name !== 'string') return Object.fromEntries(entries);
+  const schema = Object.fromEntries(entries.filter(([key]) => key !== COMPONENT_KEYWORD));
+  const known = components[name];
+  if (known !== undefined && JSON.stringify(known) !== JSON.stringify(schema)) {
+    throw new Error(`the schema named ${name} differs from another of that name`);
+  }
+  components[name] = schema;
+  return { $ref: `#/components/schemas/${name}` };
 }
 
 const problemResponse = (description: string) => ({
@@ -157,6 +180,18 @@ export function swaggerOptions(authMode: 'oidc' | 'dev'): SwaggerOptions {
           const body = operation.requestBody as { required?: boolean } | undefined;
           if (body) body.required = false;
         }
+      }
+      // Shared shapes marked with COMPONENT_KEYWORD become components of their own, referenced.
+      document.components ??= {};
+      const components = document.components as { schemas?: Record<string, unknown> };
+      components.schemas ??= {};
+      const named = components.schemas;
+      const lifted: Record<string, unknown> = {};
+      document.paths = liftComponents(document.paths, lifted);
+      for (const [name, schema] of Object.entries(named)) named[name] = liftComponents(schema, lifted);
+      for (const [name, schema] of Object.entries(lifted)) {
+        if (name in named) throw new Error(`the component ${name} is named twice`);
+        named[name] = schema;
       }
       return document;
     },

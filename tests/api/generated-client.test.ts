@@ -106,9 +106,23 @@ export async function namedShapes(): Promise<string[]> {
     Schemas['Credential'],
     Schemas['CredentialType'],
     Schemas['Flag'],
+    Schemas['ModelRef'],
+    Schemas['ToolRef'],
+    Schemas['PolicyContent'],
+    Schemas['FlagRule'],
+    Schemas['ActivityEvent'],
   ] | undefined = undefined;
+
   void shapes;
   return [...agents.map((a) => a.name), agent?.id ?? '', problem?.code ?? '', run?.status ?? '', String(steps.length)];
+}
+
+/** A shared shape is one named type wherever it appears. */
+export function sharedShapes(agent: Schemas['Agent'], policy: Schemas['Policy'], flag: Schemas['Flag']): unknown[] {
+  const model: Schemas['ModelRef'] | null = agent.model;
+  const sections: Schemas['PolicySection'][] = policy.content.sections;
+  const rules: Schemas['FlagRule'][] = flag.rules;
+  return [model, sections, rules];
 }
 
 /** Problem.code is the closed catalogue: a client can switch on it. */

@@ -100,6 +100,14 @@ describe('openapi.json', () => {
       'CredentialType',
       'Flag',
       'Problem',
+      'ModelRef',
+      'ToolRef',
+      'PolicyContent',
+      'PolicySection',
+      'PolicyModel',
+      'FlagRule',
+      'FlagSplitShare',
+      'ActivityEvent',
     ]) {
       expect(schemas, name).toHaveProperty(name);
     }
@@ -116,6 +124,25 @@ describe('openapi.json', () => {
       description: 'The agent',
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Agent' } } },
     });
+  });
+
+  it('refers to a shared shape rather than copying it, and leaves no naming keyword behind', () => {
+    const schemas = document.components.schemas as Record<string, unknown>;
+    const shared = ['ModelRef', 'ToolRef', 'PolicySection', 'PolicyModel', 'FlagRule', 'FlagSplitShare'];
+    const texts = new Map(shared.map((name) => [JSON.stringify(schemas[name]), name]));
+    const copies: string[] = [];
+    let marked = 0;
+    const walk = (node: unknown, where: string, top: boolean) => {
+      if (typeof node !== 'object' || node === null) return;
+      const copy = texts.get(JSON.stringify(node));
+      if (copy !== undefined && !top) copies.push(`${copy} at ${where}`);
+      if ('x-component' in node) marked += 1;
+      for (const [key, value] of Object.entries(node)) walk(value, `${where}/${key}`, false);
+    };
+    walk(document.paths, '#/paths', false);
+    for (const [name, schema] of Object.entries(schemas)) walk(schema, `#/components/schemas/${name}`, true);
+    expect(copies).toEqual([]);
+    expect(marked).toBe(0);
   });
 
   it('resolves every reference', () => {

@@ -38,13 +38,24 @@ interface Operation {
   streams: boolean;
 }
 
+/** A copy of `schema` with every reference to a component replaced by the component, so values can be built. */
+function inlineRefs(schema: unknown): any {
+  if (Array.isArray(schema)) return schema.map(inlineRefs);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const ref = (schema as { $ref?: unknown }).$ref;
+  if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) {
+    return inlineRefs(committed.components.schemas[ref.slice('#/components/schemas/'.length)]);
+  }
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, inlineRefs(value)]));
+}
+
 const operations: Operation[] = Object.entries(
   committed.paths as Record<string, Record<string, any>>,
 ).flatMap(([route, item]) =>
   METHODS.filter((method) => item[method]).map((method) => {
     const op = item[method];
-    const json = op.requestBody?.content?.['application/json']?.schema;
-    const form = op.requestBody?.content?.['multipart/form-data']?.schema;
+    const json = inlineRefs(op.requestBody?.content?.['application/json']?.schema);
+    const form = inlineRefs(op.requestBody?.content?.['multipart/form-data']?.schema);
     return {
       method,
       path: route,

@@ -41,6 +41,19 @@ export const ACTIVITY_KINDS = [
 export const ActivityKindSchema = StringEnum(ACTIVITY_KINDS);
 export type ActivityKind = Static<typeof ActivityKindSchema>;
 
+/** What a subject of the feed can be; the column is free text so later modules can add theirs. */
+export type ActivitySubjectType =
+  | 'agent'
+  | 'workflow'
+  | 'run'
+  | 'document'
+  | 'codegraph_project'
+  | 'source'
+  | 'playbook'
+  | 'playbook_mine'
+  | 'settings'
+  | 'system';
+
 /**
  * The workspace's activity feed; written in the transaction of the change it records. Live
  * readers deliver it in commit order, `(tx, id)`: `tx` is the writing transaction's id, and a

@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { index, jsonb, pgTable, text, uuid, varchar } from 'drizzle-orm/pg-core';
 import { type Static, Type } from 'typebox';
-import { StringEnum } from '../../lib/typebox.ts';
+import type { ModelRef } from '../../lib/model-ref.ts';
+import { component, StringEnum } from '../../lib/typebox.ts';
 import { createdAt, updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
@@ -9,23 +10,13 @@ import { workspaces } from './workspaces.ts';
 export const AgentStatusSchema = StringEnum(['Active', 'Busy', 'Idle', 'Error'] as const);
 export type AgentStatus = Static<typeof AgentStatusSchema>;
 
-/** Which model an agent talks to. */
-export const ModelRefSchema = Type.Object(
-  {
-    provider: Type.String({ minLength: 1, maxLength: 100, description: 'for example openai, anthropic' }),
-    name: Type.String({ minLength: 1, maxLength: 255, description: 'the provider’s model name' }),
-  },
-  { additionalProperties: false },
-);
-export type ModelRef = Static<typeof ModelRefSchema>;
-
 /** A tool an agent or a workflow may use, with its configuration. */
 export const ToolRefSchema = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 255 }),
     config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...component('ToolRef') },
 );
 export type ToolRef = Static<typeof ToolRefSchema>;
 

@@ -45,6 +45,9 @@ export const auditRecords = pgTable(
   ],
 );
 
+/** A stored record of a trail: its columns, the one declaration the repository and the formats read. */
+export type AuditRecord = typeof auditRecords.$inferSelect;
+
 /**
  * The head of each workspace's chain: the newest record's hash. A writer takes this row's
  * lock (an upsert) before appending, so concurrent appends queue and each links to the last.

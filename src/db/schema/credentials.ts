@@ -52,13 +52,6 @@ export const FieldDefinitionSchema = Type.Object(
 );
 export type FieldDefinition = Static<typeof FieldDefinitionSchema>;
 
-/**
- * A `{{field}}` placeholder in a test endpoint's URL or headers, filled from the
- * credential's data. One pattern for checking a type at creation and for filling it at
- * test time, so what creation accepts is exactly what a test can fill.
- */
-export const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g;
-
 /** How a credential type is tested (`test_endpoint`). */
 export const TestEndpointSchema = Type.Object(
   {

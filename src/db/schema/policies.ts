@@ -10,8 +10,104 @@ import {
   uuid,
   varchar,
 } from 'drizzle-orm/pg-core';
+import { type Static, Type } from 'typebox';
+import { ModelRefSchema } from '../../lib/model-ref.ts';
+import { component, StringEnum } from '../../lib/typebox.ts';
+import { ToolRefSchema } from './agents.ts';
 import { createdAt, updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
+
+const SECTION_KINDS = ['instructions', 'persona', 'rules', 'examples', 'context'] as const;
+export const MESSAGE_ROLES = ['system', 'user', 'assistant'] as const;
+const RETRIEVAL_MODES = ['hybrid', 'keyword', 'semantic'] as const;
+
+/** A section's or a declared variable's name. */
+const POLICY_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_-]{0,63}$';
+
+/** A declared variable: whether it must be given, and its value when it is not. */
+const PolicyVariableSchema = Type.Object(
+  {
+    required: Type.Optional(Type.Boolean()),
+    default: Type.Optional(Type.String({ maxLength: 10_000 })),
+    description: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+/** A section of a policy: a piece of the prompt, maybe conditional. */
+const PolicySectionSchema = Type.Object(
+  {
+    name: Type.String({ pattern: POLICY_NAME_PATTERN, description: 'unique within the policy' }),
+    kind: StringEnum(SECTION_KINDS),
+    role: Type.Optional(
+      StringEnum(MESSAGE_ROLES, { description: 'the message it goes into; system by default' }),
+    ),
+    text: Type.String({
+      maxLength: 100_000,
+      description: 'the text; {{variable}} is replaced, nothing else runs',
+    }),
+    when: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 2_000,
+        description:
+          'a condition (the condition language, docs/policies.md); the section is left out when false',
+      }),
+    ),
+    required: Type.Optional(
+      Type.Boolean({ description: 'kept over budget; default true for instructions and rules' }),
+    ),
+  },
+  { additionalProperties: false, ...component('PolicySection') },
+);
+
+/** The model a policy asks for, with its sampling parameters and fallbacks. */
+export const PolicyModelSchema = Type.Object(
+  {
+    ...ModelRefSchema.properties,
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    fallbacks: Type.Optional(Type.Array(ModelRefSchema, { maxItems: 5 })),
+  },
+  { additionalProperties: false, ...component('PolicyModel') },
+);
+
+/** The fields of a policy's content, shared by the content and the body of `PUT` (which adds labels). */
+export const PolicyContentFields = {
+  description: Type.Optional(Type.String({ maxLength: 1_000 })),
+  sections: Type.Array(PolicySectionSchema, { minItems: 1, maxItems: 100, description: 'in order' }),
+  variables: Type.Optional(
+    Type.Record(Type.String({ pattern: POLICY_NAME_PATTERN }), PolicyVariableSchema, {
+      maxProperties: 100,
+      description: 'declared variables; a required one missing is a 422',
+    }),
+  ),
+  model: Type.Optional(PolicyModelSchema),
+  tools: Type.Optional(Type.Array(ToolRefSchema, { maxItems: 50 })),
+  retrieval: Type.Optional(
+    Type.Object(
+      {
+        sources: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 50 })),
+        top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+        mode: Type.Optional(StringEnum(RETRIEVAL_MODES)),
+      },
+      { additionalProperties: false },
+    ),
+  ),
+  playbooks: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+      maxItems: 50,
+      description: 'attached playbook ids',
+    }),
+  ),
+  token_budget: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+};
+
+/** What a policy version holds: the one declaration of the shape the API takes and the assembler reads. */
+export const PolicyContentSchema = Type.Object(PolicyContentFields, component('PolicyContent'));
+export type PolicyContent = Static<typeof PolicyContentSchema>;
+export type PolicySection = Static<typeof PolicySectionSchema>;
 
 /**
  * Policies (docs/policies.md): versioned recipes for an agent's context. Every write adds an
@@ -26,7 +122,7 @@ export const policyVersions = pgTable(
     policy_id: varchar('policy_id', { length: 100 }).notNull(),
     version: integer('version').notNull(),
     /** The policy content as written (sections, model, tools, retrieval, playbooks, budget). */
-    content: jsonb('content').$type<Record<string, unknown>>().notNull(),
+    content: jsonb('content').$type<PolicyContent>().notNull(),
     /** sha256 of the content's canonical JSON. */
     content_hash: varchar('content_hash', { length: 64 }).notNull(),
     created_by: varchar('created_by', { length: 255 }).notNull(),

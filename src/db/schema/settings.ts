@@ -1,7 +1,7 @@
 import { jsonb, pgTable, primaryKey, uuid, varchar } from 'drizzle-orm/pg-core';
 import { type Static, type TObject, Type } from 'typebox';
+import { ModelRefSchema } from '../../lib/model-ref.ts';
 import { StringEnum } from '../../lib/typebox.ts';
-import { ModelRefSchema } from './agents.ts';
 import { updatedAt } from './columns.ts';
 import { workspaces } from './workspaces.ts';
 
@@ -103,6 +103,7 @@ export const ModelPriceSchema = Type.Object(
   },
   { additionalProperties: false },
 );
+export type ModelPrice = Static<typeof ModelPriceSchema>;
 
 /**
  * The price a cost was computed with, stored beside the cost (run steps, chat answers) so the

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { check, index, jsonb, pgTable, primaryKey, timestamp, uuid, varchar } from 'drizzle-orm/pg-core';
 import type { Static } from 'typebox';
+import type { ModelRef } from '../../lib/model-ref.ts';
 import { StringEnum } from '../../lib/typebox.ts';
 import { createdAt, updatedAt } from './columns.ts';
 
@@ -21,7 +22,7 @@ export const tenants = pgTable('tenants', {
   /** IANA time zone of nightly jobs for the workspaces that set none; null: UTC. */
   time_zone: varchar('time_zone', { length: 64 }),
   /** The default model (`{provider, name}`) new workspaces of the tenant start with; null: none. */
-  default_model: jsonb('default_model').$type<{ provider: string; name: string }>(),
+  default_model: jsonb('default_model').$type<ModelRef>(),
   created_at: createdAt(),
   updated_at: updatedAt(),
 });

@@ -1,9 +1,9 @@
 import { and, asc, desc, eq, inArray, type SQL, sql } from 'drizzle-orm';
 import { type CursorPage, jsonValue, pageByCursor } from '../../db/queries.ts';
-import { type ActivityKind, activityEvents } from '../../db/schema/activity.ts';
+import { type ActivityKind, type ActivitySubjectType, activityEvents } from '../../db/schema/activity.ts';
 import type { Db } from '../../db/transaction.ts';
 
-export type { ActivityKind } from '../../db/schema/activity.ts';
+export type { ActivityKind, ActivitySubjectType } from '../../db/schema/activity.ts';
 export { ACTIVITY_KINDS } from '../../db/schema/activity.ts';
 
 export type NewActivityEvent = Omit<typeof activityEvents.$inferInsert, 'id' | 'created_at'>;
@@ -20,16 +20,8 @@ const itemColumns = {
   created_at: activityEvents.created_at,
 };
 
-export type ActivityItem = {
-  id: number;
-  kind: ActivityKind;
-  subject_type: string;
-  subject_id: string | null;
-  message: string;
-  data: Record<string, unknown>;
-  actor: string | null;
-  created_at: Date;
-};
+/** An event as the feed shows it: the columns of `itemColumns`. */
+export type ActivityItem = Omit<typeof activityEvents.$inferSelect, 'workspace_id' | 'tx'>;
 
 /**
  * The oldest transaction of this database still open at the statement's snapshot (as a bigint
@@ -57,7 +49,7 @@ const openHorizon = sql`(
  */
 export interface ActivityStatementEntry {
   kind: ActivityKind;
-  subjectType: string;
+  subjectType: ActivitySubjectType;
   subjectId?: string;
   /** The text, or SQL over the source row (`'Workflow “' || run.workflow_name || '” started'`). */
   message: string | SQL;

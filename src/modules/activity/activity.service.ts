@@ -6,6 +6,7 @@ import {
   type ActivityFilter,
   type ActivityItem,
   type ActivityKind,
+  type ActivitySubjectType,
   createActivityRepository,
   insertForSource,
 } from './activity.repository.ts';
@@ -22,20 +23,8 @@ export type {
   ActivityItem,
   ActivityKind,
   ActivityStatementEntry,
+  ActivitySubjectType,
 } from './activity.repository.ts';
-
-/** What a subject of the feed can be; the column is free text so later modules can add theirs. */
-export type ActivitySubjectType =
-  | 'agent'
-  | 'workflow'
-  | 'run'
-  | 'document'
-  | 'codegraph_project'
-  | 'source'
-  | 'playbook'
-  | 'playbook_mine'
-  | 'settings'
-  | 'system';
 
 /** One event to record, in the transaction of the change it describes. */
 export interface ActivityInput {

@@ -1,11 +1,7 @@
 import { Type } from 'typebox';
-import {
-  AgentPolicyRefSchema,
-  AgentStatusSchema,
-  ModelRefSchema,
-  ToolRefSchema,
-} from '../../db/schema/agents.ts';
+import { AgentPolicyRefSchema, AgentStatusSchema, ToolRefSchema } from '../../db/schema/agents.ts';
 import { Page, PageQuery, Tags, Timestamp, Uuid } from '../../http/schemas.ts';
+import { ModelRefSchema } from '../../lib/model-ref.ts';
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 255 }),

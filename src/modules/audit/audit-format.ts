@@ -4,30 +4,13 @@
  * (`lib/crypto/hash-chain.ts`), unkeyed here: `sha256Digest` over `chainedFields` (the vault
  * keys its HMAC with the workspace's audit key; see docs/audit.md).
  */
+import type { AuditRecord } from '../../db/schema/audit.ts';
 
 /** The product named in exported OCSF records; keep `version` in step with package.json. */
 export const PRODUCT = { name: 'agent-platform', vendor_name: 'agent-platform', version: '0.1.0' };
 
 /** The OCSF schema version the exported records follow. */
 export const OCSF_VERSION = '1.3.0';
-
-/** A stored record of the workspace trail (the columns of `audit_records`). */
-export interface AuditRecord {
-  id: number;
-  /** null in the platform trail. */
-  workspace_id: string | null;
-  created_at: Date;
-  actor_id: string;
-  actor_kind: 'user' | 'api_key' | 'system';
-  action: string;
-  target_type: string;
-  target_id: string;
-  changes: Record<string, unknown>;
-  request_id: string | null;
-  ip_address: string | null;
-  prev_hash: string;
-  hash: string;
-}
 
 /** The fields a link covers: everything but the id (assigned on insert) and the hashes. */
 export function chainedFields(record: Omit<AuditRecord, 'id' | 'prev_hash' | 'hash'>) {

@@ -1,9 +1,8 @@
 import { and, asc, count, eq, gt, gte, inArray, isNull, lt, max, min, sql } from 'drizzle-orm';
-import { auditChainHeads, auditPlatformHead, auditRecords } from '../../db/schema/audit.ts';
+import { type AuditRecord, auditChainHeads, auditPlatformHead, auditRecords } from '../../db/schema/audit.ts';
 import type { Db } from '../../db/transaction.ts';
 
-/** A stored record of the workspace trail. */
-export type AuditRow = typeof auditRecords.$inferSelect;
+export type { AuditRecord } from '../../db/schema/audit.ts';
 
 /** What an append stores; the id is the database's. */
 export type NewAuditRow = Omit<typeof auditRecords.$inferInsert, 'id'>;
@@ -63,9 +62,9 @@ export function createAuditRepository(db: Db) {
     },
 
     /** Appends a record and moves the head to it; call it while holding the head's lock. */
-    async append(record: NewAuditRow): Promise<AuditRow> {
+    async append(record: NewAuditRow): Promise<AuditRecord> {
       const [row] = await db.insert(auditRecords).values(record).returning();
-      const inserted = row as AuditRow;
+      const inserted = row as AuditRecord;
       const trail = record.workspace_id ?? null;
       if (trail === null) {
         await db.update(auditPlatformHead).set({ hash: inserted.hash, last_id: inserted.id });
@@ -79,7 +78,7 @@ export function createAuditRepository(db: Db) {
     },
 
     /** The next records of the chain after `afterId`, in chain (id) order. */
-    chainBatch(trail: Trail, afterId: number, limit: number): Promise<AuditRow[]> {
+    chainBatch(trail: Trail, afterId: number, limit: number): Promise<AuditRecord[]> {
       return db
         .select()
         .from(auditRecords)
@@ -89,7 +88,7 @@ export function createAuditRepository(db: Db) {
     },
 
     /** The next records in a time range, by (time, id), after the last one read. */
-    rangeBatch(trail: Trail, query: AuditRangeQuery): Promise<AuditRow[]> {
+    rangeBatch(trail: Trail, query: AuditRangeQuery): Promise<AuditRecord[]> {
       const { after } = query;
       return db
         .select()

@@ -2,16 +2,8 @@ import type { Caller } from '../../caller.ts';
 import type { Db } from '../../db/transaction.ts';
 import { forbidden, invalid } from '../../errors.ts';
 import { canonicalJson, chainVerifier, linkAfter, sha256Digest } from '../../lib/crypto/hash-chain.ts';
-import { type AuditRow, createAuditRepository, type Trail } from './audit.repository.ts';
-import {
-  type AuditRecord,
-  chainedFields,
-  csvHeader,
-  csvRow,
-  type ExportEntry,
-  entryOrder,
-  ocsfEvent,
-} from './audit-format.ts';
+import { type AuditRecord, createAuditRepository, type Trail } from './audit.repository.ts';
+import { chainedFields, csvHeader, csvRow, type ExportEntry, entryOrder, ocsfEvent } from './audit-format.ts';
 
 /** Who made a change, as the audit trail records it (the caller of the request, or the platform). */
 export type RecordedBy = Pick<Caller, 'userId'> & Partial<Pick<Caller, 'via' | 'ipAddress' | 'requestId'>>;
@@ -122,7 +114,7 @@ export function changesBetween(
   return changes;
 }
 
-const fromWorkspace = (row: AuditRow): ExportEntry => ({
+const fromWorkspace = (row: AuditRecord): ExportEntry => ({
   source: 'workspace',
   id: row.id,
   time: row.created_at.toISOString(),
@@ -237,7 +229,7 @@ export function createAuditService(deps: AuditDependencies) {
 
   /** Walks the chain in id order, batch by batch: intact, or the first record that does not link. */
   async function verify(trail: Trail) {
-    const chain = chainVerifier(sha256Digest, (row: AuditRow) => chainedFields(row as AuditRecord));
+    const chain = chainVerifier(sha256Digest, (row: AuditRecord) => chainedFields(row));
     let afterId = 0;
     for (;;) {
       const rows = await repo.chainBatch(trail, afterId, batchSize);

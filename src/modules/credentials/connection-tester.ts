@@ -2,8 +2,9 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { PLACEHOLDER, type TestEndpoint } from '../../db/schema/credentials.ts';
+import type { TestEndpoint } from '../../db/schema/credentials.ts';
 import { type AddressPolicy, vetHost } from '../../lib/net/address-guard.ts';
+import { fillPlaceholders, placeholdersOf } from '../../lib/placeholders.ts';
 
 /** How a credential type is tested; comes from the type's `test_endpoint.kind`. */
 export type TestKind = TestEndpoint['kind'];
@@ -74,7 +75,7 @@ export function destinationFields(
   fieldNames: readonly string[],
   endpointUrl?: string,
 ): string[] {
-  const placeholders = [...(endpointUrl ?? '').matchAll(PLACEHOLDER)].map((match) => match[1] as string);
+  const placeholders = placeholdersOf(endpointUrl ?? '');
   const candidates = new Set([...(DIALED_FIELDS[kind] ?? []), ...(kind === 'http' ? placeholders : [])]);
   return fieldNames.filter((name) => candidates.has(name));
 }
@@ -410,7 +411,7 @@ function fillTemplate(
   data: Record<string, unknown>,
   encode: (value: string) => string,
 ): string {
-  return template.replace(PLACEHOLDER, (_, field: string, offset: number) => {
+  return fillPlaceholders(template, (field, offset) => {
     const value = data[field];
     if (value === undefined || value === null || value === '' || typeof value === 'object') {
       throw new Refusal(`the test endpoint needs field "${field}", which the credential does not have`);
@@ -421,7 +422,7 @@ function fillTemplate(
 
 /** The URL with secret placeholders as ***, no userinfo and no query, safe to store in a message. */
 function displayUrl(template: string, data: Record<string, unknown>, secretFields: Set<string>): string {
-  const shown = template.replace(PLACEHOLDER, (_, field: string, offset: number) => {
+  const shown = fillPlaceholders(template, (field, offset) => {
     const value = data[field];
     if (secretFields.has(field) || value === undefined || value === null) return '***';
     return offset === 0 ? String(value) : encodeURIComponent(String(value));

@@ -1,5 +1,6 @@
-import { type FieldDefinition, PLACEHOLDER, type TestEndpoint } from '../../db/schema/credentials.ts';
+import type { FieldDefinition, TestEndpoint } from '../../db/schema/credentials.ts';
 import type { FieldError } from '../../errors.ts';
+import { placeholdersOf } from '../../lib/placeholders.ts';
 
 export type CredentialData = Record<string, unknown>;
 
@@ -137,8 +138,9 @@ export function checkFieldDefinitions(
   return errors;
 }
 
-/** The field names a test endpoint's URL and headers fill in (`{{field}}`), in order. */
-export const placeholdersOf = (endpoint: TestEndpoint | null | undefined): string[] =>
-  [endpoint?.url ?? '', ...Object.values(endpoint?.headers ?? {})].flatMap((text) =>
-    [...text.matchAll(PLACEHOLDER)].map((match) => match[1] as string),
-  );
+/** The field names a test endpoint's URL and headers fill in (`{{field}}`), each once, in order. */
+export const endpointPlaceholders = (endpoint: TestEndpoint | null | undefined): string[] => [
+  ...new Set(
+    [endpoint?.url ?? '', ...Object.values(endpoint?.headers ?? {})].flatMap((text) => placeholdersOf(text)),
+  ),
+];

@@ -1,5 +1,6 @@
-import { PLACEHOLDER, type TestEndpoint } from '../../db/schema/credentials.ts';
+import type { TestEndpoint } from '../../db/schema/credentials.ts';
 import { destinationOf } from '../../lib/net/allowed-hosts.ts';
+import { fillPlaceholders } from '../../lib/placeholders.ts';
 
 /**
  * The destination a credential belongs to by default: the host of its type's HTTP test
@@ -15,7 +16,7 @@ export function defaultHosts(
 ): string[] {
   if (endpoint?.kind !== 'http' || !endpoint.url) return [];
   let missing = false;
-  const filled = endpoint.url.replace(PLACEHOLDER, (_, field: string, offset: number) => {
+  const filled = fillPlaceholders(endpoint.url, (field, offset) => {
     const value = data[field];
     if (secretFields.has(field) || value === undefined || value === null || typeof value === 'object') {
       missing = true;

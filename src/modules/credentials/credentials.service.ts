@@ -14,7 +14,12 @@ import {
 } from '../../lib/net/address-guard.ts';
 import { normalizeHostEntry } from '../../lib/net/allowed-hosts.ts';
 import { mapItems } from '../../lib/page.ts';
-import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
+import {
+  type AuditRecorder,
+  type AuditVault,
+  changesBetween,
+  type RecordedBy,
+} from '../audit/audit.service.ts';
 import type { SettingsService } from '../settings/settings.service.ts';
 import {
   type ConnectionTestRequest,
@@ -31,8 +36,8 @@ import {
   type CredentialData,
   changedFieldNames,
   checkFieldDefinitions,
+  endpointPlaceholders,
   maskCredentialData,
-  placeholdersOf,
   prepareCredentialData,
   secretFieldNames,
 } from './credential-data.ts';
@@ -277,7 +282,7 @@ export function createCredentialsService(deps: CredentialsDependencies) {
       if (endpoint?.kind === 'http' && !endpoint.url) {
         errors.push({ field: 'body.test_endpoint.url', message: 'is required for an http test' });
       }
-      for (const name of placeholdersOf(endpoint).filter((p) => !names.has(p))) {
+      for (const name of endpointPlaceholders(endpoint).filter((p) => !names.has(p))) {
         errors.push({
           field: 'body.test_endpoint',
           message: `uses {{${name}}}, which is not a field of this type`,
@@ -645,16 +650,8 @@ export function createCredentialsService(deps: CredentialsDependencies) {
      * The workspace's credential audit records in a time range, oldest first, after the last
      * one read: the vault's part of the workspace audit export (docs/audit.md).
      */
-    auditRange: (
-      workspaceId: string,
-      query: {
-        from?: Date;
-        to?: Date;
-        actions?: string[];
-        after?: { created_at: Date; id: number };
-        limit: number;
-      },
-    ) => repo.auditRange(workspaceId, query),
+    auditRange: ((workspaceId, query) =>
+      repo.auditRange(workspaceId, query)) satisfies AuditVault['auditRange'],
 
     /** Operators: workspace keys per master key. */
     encryptionStatus: () => keys.status(),

@@ -14,6 +14,7 @@
  * A split needs `targeting_key` (the unit that is bucketed); without one the flag answers
  * its default with `error_code: TARGETING_KEY_MISSING`, as OpenFeature providers do.
  */
+import type { FlagRule, FlagType, SplitShare } from '../../db/schema/flags.ts';
 import { assign } from '../../lib/bucketing.ts';
 import {
   type Condition,
@@ -24,8 +25,7 @@ import {
   parseCondition,
 } from '../../lib/conditions.ts';
 
-export const FLAG_TYPES = ['boolean', 'string', 'number', 'json'] as const;
-export type FlagType = (typeof FLAG_TYPES)[number];
+export type { FlagType } from '../../db/schema/flags.ts';
 
 /** OpenFeature's resolution reasons, the ones this evaluator gives. */
 export const FLAG_REASONS = ['STATIC', 'TARGETING_MATCH', 'SPLIT', 'DEFAULT', 'DISABLED', 'ERROR'] as const;
@@ -33,19 +33,6 @@ export type FlagReason = (typeof FLAG_REASONS)[number];
 
 /** The variant name answered when the default value is served. */
 export const DEFAULT_VARIANT = 'default';
-
-/** One share of a split: a variant name and its relative weight. */
-export interface SplitShare {
-  variant: string;
-  weight: number;
-}
-
-/** A targeting rule: when `when` holds, serve `variant`, or split the units over `split`. */
-export interface FlagRule {
-  when: string;
-  variant?: string;
-  split?: SplitShare[];
-}
 
 /** What a workspace stores for one flag. */
 export interface FlagDefinition {

@@ -1,51 +1,15 @@
 import { Type } from 'typebox';
+import { FLAG_TYPES, FlagRuleSchema, SplitSchema, VARIANT_NAME_PATTERN } from '../../db/schema/flags.ts';
 import { Page, PageQuery } from '../../http/schemas.ts';
 import { StringEnum } from '../../lib/typebox.ts';
-import { FLAG_REASONS, FLAG_TYPES } from './evaluate.ts';
+import { FLAG_REASONS } from './evaluate.ts';
 
 /** A flag key: lower-case dotted words (`search.keyword_only`, `checkout.new-flow`). */
 export const FLAG_KEY_PATTERN = '^[a-z0-9][a-z0-9_.-]{0,99}$';
-const VARIANT_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$';
 
 export const FlagKeyParams = Type.Object({
   key: Type.String({ pattern: FLAG_KEY_PATTERN, description: 'the flag key, such as search.keyword_only' }),
 });
-
-const Share = Type.Object(
-  {
-    variant: Type.String({
-      pattern: VARIANT_NAME_PATTERN,
-      description: 'a name in variants, or default (the default value)',
-    }),
-    weight: Type.Integer({
-      minimum: 0,
-      maximum: 10_000,
-      description: 'relative weight; weights that sum to 100 are percentages',
-    }),
-  },
-  { additionalProperties: false },
-);
-
-const Split = Type.Array(Share, {
-  minItems: 1,
-  maxItems: 20,
-  description: 'units (targeting_key) are bucketed into 10,000 buckets and laid over the weights in order',
-});
-
-const Rule = Type.Object(
-  {
-    when: Type.String({
-      minLength: 1,
-      maxLength: 2_000,
-      description: 'a condition over the evaluation context (docs/flags.md), such as plan == "pro"',
-    }),
-    variant: Type.Optional(
-      Type.String({ pattern: VARIANT_NAME_PATTERN, description: 'served when the rule holds' }),
-    ),
-    split: Type.Optional(Split),
-  },
-  { additionalProperties: false, description: 'exactly one of variant and split' },
-);
 
 const fields = {
   type: StringEnum(FLAG_TYPES, {
@@ -58,8 +22,11 @@ const fields = {
     maxProperties: 50,
     description: 'named values of the flag’s type that rules and splits serve (default is reserved)',
   }),
-  rules: Type.Array(Rule, { maxItems: 50, description: 'tried in order; the first that holds decides' }),
-  rollout: Type.Union([Split, Type.Null()], {
+  rules: Type.Array(FlagRuleSchema, {
+    maxItems: 50,
+    description: 'tried in order; the first that holds decides',
+  }),
+  rollout: Type.Union([SplitSchema, Type.Null()], {
     description: 'the split of everyone no rule matched; null: they get the default',
   }),
   salt: Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], {

@@ -10,51 +10,14 @@
  *   4. over the token budget, droppable sections go from the last one back until it fits
  */
 import { createHash } from 'node:crypto';
+import type { MESSAGE_ROLES, PolicyContent, PolicySection } from '../../db/schema/policies.ts';
 import { type Condition, createNormaliser, evaluateCondition, parseCondition } from '../../lib/conditions.ts';
+import { fillPlaceholders, placeholdersOf } from '../../lib/placeholders.ts';
 import { estimateTokens } from '../../lib/tokens.ts';
 
-export const SECTION_KINDS = ['instructions', 'persona', 'rules', 'examples', 'context'] as const;
-export const MESSAGE_ROLES = ['system', 'user', 'assistant'] as const;
-export const RETRIEVAL_MODES = ['hybrid', 'keyword', 'semantic'] as const;
+export type { PolicyContent, PolicySection } from '../../db/schema/policies.ts';
 
 type Role = (typeof MESSAGE_ROLES)[number];
-
-export interface PolicySection {
-  name: string;
-  kind: (typeof SECTION_KINDS)[number];
-  role?: Role;
-  text: string;
-  /** A condition over the facts (docs/policies.md); absent: always included. */
-  when?: string;
-  /** Kept when the budget is exceeded (true by default for instructions and rules). */
-  required?: boolean;
-}
-
-export interface PolicyVariable {
-  required?: boolean;
-  default?: string;
-  description?: string;
-}
-
-export interface ModelParams {
-  provider: string;
-  name: string;
-  temperature?: number;
-  max_tokens?: number;
-  top_p?: number;
-  fallbacks?: { provider: string; name: string }[];
-}
-
-export interface PolicyContent {
-  description?: string;
-  sections: PolicySection[];
-  variables?: Record<string, PolicyVariable>;
-  model?: ModelParams;
-  tools?: { name: string; config?: Record<string, unknown> }[];
-  retrieval?: { sources?: string[]; top_k?: number; mode?: (typeof RETRIEVAL_MODES)[number] };
-  playbooks?: string[];
-  token_budget?: number;
-}
 
 export interface AssembleInput {
   agent_id?: string;
@@ -91,19 +54,11 @@ export class MissingVariableError extends Error {
   }
 }
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*)\s*\}\}/g;
-
+/** `{{variables.a}}` and `{{a}}` name the same variable. */
 const variableName = (raw: string): string => raw.replace(/^variables\./, '');
 
 /** The variable names a text refers to, in order of first use. */
-export function placeholders(text: string): string[] {
-  const names: string[] = [];
-  for (const match of text.matchAll(PLACEHOLDER)) {
-    const name = variableName(match[1] as string);
-    if (!names.includes(name)) names.push(name);
-  }
-  return names;
-}
+export const placeholders = (text: string): string[] => [...new Set(placeholdersOf(text).map(variableName))];
 
 /** A section without variables and without a condition renders the same for everyone. */
 export const isStatic = (section: PolicySection): boolean =>
@@ -189,7 +144,7 @@ export function assemblePolicy(content: PolicyContent, input: AssembleInput): As
     const condition: Condition | undefined =
       section.when === undefined ? undefined : parseCondition(section.when);
     const holds = condition === undefined || evaluateCondition(condition, facts, lower);
-    const text = section.text.replace(PLACEHOLDER, (_whole, raw: string) => {
+    const text = fillPlaceholders(section.text, (raw) => {
       const name = variableName(raw);
       const value = lookup(values, name);
       if (value === undefined || value === null) {

@@ -1,11 +1,15 @@
 import { Type } from 'typebox';
+import {
+  MESSAGE_ROLES,
+  PolicyContentFields,
+  PolicyContentSchema,
+  PolicyModelSchema,
+} from '../../db/schema/policies.ts';
 import { StringEnum } from '../../lib/typebox.ts';
-import { MESSAGE_ROLES, RETRIEVAL_MODES, SECTION_KINDS } from './assemble.ts';
 
 /** A policy id: a workspace-scoped slug (`support-triage`). `abtest` is reserved for the routes. */
 export const POLICY_ID_PATTERN = '^[a-z0-9][a-z0-9_-]{0,99}$';
 export const LABEL_PATTERN = '^[a-z0-9][a-z0-9_-]{0,49}$';
-const NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_-]{0,63}$';
 
 const PolicyId = Type.String({
   pattern: POLICY_ID_PATTERN,
@@ -31,101 +35,6 @@ const LabelOrVersion = {
 };
 
 export const PolicyParams = Type.Object({ policy_id: PolicyId });
-
-const Section = Type.Object(
-  {
-    name: Type.String({ pattern: NAME_PATTERN, description: 'unique within the policy' }),
-    kind: StringEnum(SECTION_KINDS),
-    role: Type.Optional(
-      StringEnum(MESSAGE_ROLES, { description: 'the message it goes into; system by default' }),
-    ),
-    text: Type.String({
-      maxLength: 100_000,
-      description: 'the text; {{variable}} is replaced, nothing else runs',
-    }),
-    when: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 2_000,
-        description:
-          'a condition (the condition language, docs/policies.md); the section is left out when false',
-      }),
-    ),
-    required: Type.Optional(
-      Type.Boolean({ description: 'kept over budget; default true for instructions and rules' }),
-    ),
-  },
-  { additionalProperties: false },
-);
-
-const ModelName = {
-  provider: Type.String({ minLength: 1, maxLength: 100 }),
-  name: Type.String({ minLength: 1, maxLength: 255 }),
-};
-
-const ModelSchema = Type.Object(
-  {
-    ...ModelName,
-    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
-    max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-    top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    fallbacks: Type.Optional(
-      Type.Array(Type.Object(ModelName, { additionalProperties: false }), { maxItems: 5 }),
-    ),
-  },
-  { additionalProperties: false },
-);
-
-const PolicyContentFields = {
-  description: Type.Optional(Type.String({ maxLength: 1_000 })),
-  sections: Type.Array(Section, { minItems: 1, maxItems: 100, description: 'in order' }),
-  variables: Type.Optional(
-    Type.Record(
-      Type.String({ pattern: NAME_PATTERN }),
-      Type.Object(
-        {
-          required: Type.Optional(Type.Boolean()),
-          default: Type.Optional(Type.String({ maxLength: 10_000 })),
-          description: Type.Optional(Type.String({ maxLength: 500 })),
-        },
-        { additionalProperties: false },
-      ),
-      { maxProperties: 100, description: 'declared variables; a required one missing is a 422' },
-    ),
-  ),
-  model: Type.Optional(ModelSchema),
-  tools: Type.Optional(
-    Type.Array(
-      Type.Object(
-        {
-          name: Type.String({ minLength: 1, maxLength: 255 }),
-          config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-        },
-        { additionalProperties: false },
-      ),
-      { maxItems: 50 },
-    ),
-  ),
-  retrieval: Type.Optional(
-    Type.Object(
-      {
-        sources: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 50 })),
-        top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-        mode: Type.Optional(StringEnum(RETRIEVAL_MODES)),
-      },
-      { additionalProperties: false },
-    ),
-  ),
-  playbooks: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
-      maxItems: 50,
-      description: 'attached playbook ids',
-    }),
-  ),
-  token_budget: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
-};
-
-export const PolicyContentSchema = Type.Object(PolicyContentFields);
 
 export const PutPolicyBody = Type.Object(
   {
@@ -239,7 +148,7 @@ export const AssemblySchema = Type.Object({
       tokens: Type.Integer(),
     }),
   ),
-  model: Type.Union([ModelSchema, Type.Null()]),
+  model: Type.Union([PolicyModelSchema, Type.Null()]),
   tools: Type.Array(
     Type.Object({ name: Type.String(), config: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }),
   ),

@@ -4,6 +4,7 @@ import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, invalid, invalidFields, notFound, preconditionFailed } from '../../errors.ts';
 import { assign, BUCKETS, bucketOf } from '../../lib/bucketing.ts';
 import { factsTooLarge, MAX_FACTS_BYTES } from '../../lib/conditions.ts';
+import type { ModelRef } from '../../lib/model-ref.ts';
 import {
   compareQuantile,
   compareRatio,
@@ -103,8 +104,8 @@ export interface AgentAssemblyInput {
 export interface AgentContext {
   system: string;
   messages: { role: 'user' | 'assistant'; content: string }[];
-  model: { provider: string; name: string } | null;
-  tools: { name: string; config?: Record<string, unknown> }[] | null;
+  model: ModelRef | null;
+  tools: NonNullable<PolicyContent['tools']> | null;
   record: {
     policy_id: string;
     policy_version: number;
@@ -195,7 +196,7 @@ export function createPoliciesService(deps: PoliciesDependencies) {
       policy_id: row.policy_id,
       version: row.version,
       content_hash: row.content_hash,
-      content: row.content as unknown as PolicyContent,
+      content: row.content,
       labels: Object.fromEntries(labels.map((l) => [l.label, l.version])),
       versions: versions.map((v) => ({
         version: v.version,
@@ -245,7 +246,7 @@ export function createPoliciesService(deps: PoliciesDependencies) {
       }
     }
 
-    const content = served.row.content as unknown as PolicyContent;
+    const content = served.row.content;
     const renderInput: AssembleInput = {
       ...(input.agent_id !== undefined ? { agent_id: input.agent_id } : {}),
       ...(input.conversation_id !== undefined ? { conversation_id: input.conversation_id } : {}),
@@ -404,7 +405,7 @@ export function createPoliciesService(deps: PoliciesDependencies) {
           workspace_id: caller.workspaceId,
           policy_id: policyId,
           version,
-          content: content as unknown as Record<string, unknown>,
+          content,
           content_hash: hash,
           created_by: caller.userId,
         });

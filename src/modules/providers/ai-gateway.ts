@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { LanguageModel, ToolSet } from 'ai';
-import type { AppliedPrice } from '../../db/schema/settings.ts';
+import type { AppliedPrice, ModelPrice } from '../../db/schema/settings.ts';
 import { AppError, type FieldError, infrastructureFailure } from '../../errors.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
+import type { ModelRef } from '../../lib/model-ref.ts';
 import type { AddressPolicy } from '../../lib/net/address-guard.ts';
 import { AddressRefusedError, createGuardedFetch } from '../../lib/net/guarded-fetch.ts';
 import type { ComponentHealth } from '../../lifecycle.ts';
@@ -61,7 +62,6 @@ interface ProviderSecrets {
   key: string | undefined;
   headers: Record<string, string>;
 }
-type ModelRef = { provider: string; name: string };
 type Fallback = Extract<ModelEvent, { type: 'finish' }>['fallbacks'][number];
 
 export interface ModelGatewayDependencies {
@@ -702,12 +702,7 @@ export function modelChain(
 }
 
 /** The workspace's per-million prices of a model; null when it has none. */
-export function priceOf(
-  settings: {
-    prices: { provider: string; name: string; input_per_million: number; output_per_million: number }[];
-  },
-  ref: ModelRef,
-): AppliedPrice | null {
+export function priceOf(settings: { prices: ModelPrice[] }, ref: ModelRef): AppliedPrice | null {
   const price = settings.prices.find((p) => p.provider === ref.provider && p.name === ref.name);
   return price
     ? { input_per_million: price.input_per_million, output_per_million: price.output_per_million }

@@ -1,6 +1,7 @@
-import type { ModelRef, ToolRef } from '../../db/schema/agents.ts';
+import type { ToolRef } from '../../db/schema/agents.ts';
 import type { Citation, Usage } from '../../db/schema/chat.ts';
 import type { AppliedPrice } from '../../db/schema/settings.ts';
+import type { ModelRef } from '../../lib/model-ref.ts';
 import type { Component, ComponentHealth } from '../../lifecycle.ts';
 import type { AccessPurpose } from '../credentials/credentials.service.ts';
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { ModelRefSchema } from '../../db/schema/agents.ts';
 import { ModelPriceSchema, ProviderConfigSchema, ProviderSettingsSchema } from '../../db/schema/settings.ts';
+import { ModelRefSchema } from '../../lib/model-ref.ts';
 
 const { credential_id, api_key_header, headers, timeout_ms, secret_headers, ...required } =
   ProviderConfigSchema.properties;

@@ -1,6 +1,7 @@
 import type { Caller } from '../../caller.ts';
 import { type Db, inTransaction } from '../../db/transaction.ts';
 import { AppError, type FieldError, invalidFields } from '../../errors.ts';
+import type { ModelRef } from '../../lib/model-ref.ts';
 import { type AddressPolicy, vetHost } from '../../lib/net/address-guard.ts';
 import { destinationOf, normalizeHostEntry } from '../../lib/net/allowed-hosts.ts';
 import { type AuditRecorder, changesBetween, type RecordedBy } from '../audit/audit.service.ts';
@@ -23,7 +24,6 @@ export { completeTurn, createModelTurns } from './model-gateway.ts';
 
 type Stored = Awaited<ReturnType<typeof getStored>>;
 type ProviderConfig = Stored['providers'][number];
-type ModelRef = { provider: string; name: string };
 
 /** One provider as a client sends it: the optional fields take their defaults. */
 export type ProviderInput = Omit<

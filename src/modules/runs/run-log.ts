@@ -1,10 +1,9 @@
 import { type SQL, sql } from 'drizzle-orm';
 import { executePrepared, jsonValue } from '../../db/queries.ts';
-import type { ActivityKind } from '../../db/schema/activity.ts';
 import { runEvents } from '../../db/schema/runs.ts';
 import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
-import type { ActivityStatementEntry } from '../activity/activity.service.ts';
+import type { ActivityInput, ActivityService, ActivityStatementEntry } from '../activity/activity.service.ts';
 import { createRunsRepository } from './runs.repository.ts';
 
 /**
@@ -13,32 +12,18 @@ import { createRunsRepository } from './runs.repository.ts';
  */
 export const RUN_CONTROL_TOPIC = 'run-control';
 
-/** An entry of the workspace's activity feed, written in the transaction it describes. */
-export interface ActivityEntry {
-  workspaceId: string;
-  kind: ActivityKind;
-  subjectType: string;
-  subjectId?: string;
-  message: string;
-  data?: Record<string, unknown>;
-  actor?: string;
-}
-
-/** What runs need of the activity module: writes inside their transaction, or inside their statement. */
-export interface ActivityRecorder {
-  recordAll(tx: Db, entries: ActivityEntry[]): Promise<number[]>;
-  /** A CTE body inserting entries for the workspace of the row of another CTE, `source`. */
-  insertForSource(source: string, entries: ActivityStatementEntry[]): SQL;
-  /** Wakes the feed's readers once a statement that wrote entries has committed. */
-  announce(workspaceId: string, id: number): void;
-}
+/**
+ * What runs need of the activity module: writes inside their transaction (`recordAll`), or
+ * inside their statement (`insertForSource`, then `announce` once it has committed).
+ */
+export type ActivityRecorder = Pick<ActivityService, 'recordAll' | 'insertForSource' | 'announce'>;
 
 /** What a change to a run may append while its transaction is open. */
 export interface RunChangeLog {
   /** Appends to the run's event log (what `GET /api/runs/{id}/events` replays). */
   event(type: string, data?: Record<string, unknown>): void;
   /** Adds an entry to the workspace's activity feed (written last in the transaction). */
-  activity(entry: Omit<ActivityEntry, 'workspaceId'>): Promise<void>;
+  activity(entry: Omit<ActivityInput, 'workspaceId'>): Promise<void>;
 }
 
 export interface RunLogDependencies {
@@ -67,7 +52,7 @@ export function createRunLog({ db, hub, activity }: RunLogDependencies) {
   ): Promise<T> {
     return inTransaction(db, async (tx) => {
       const events: { type: string; data: Record<string, unknown> }[] = [];
-      const entries: Omit<ActivityEntry, 'workspaceId'>[] = [];
+      const entries: Omit<ActivityInput, 'workspaceId'>[] = [];
       const log: RunChangeLog = {
         event: (type, data = {}) => {
           events.push({ type, data });

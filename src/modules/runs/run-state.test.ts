@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canTransition, goalPlaceholders, isFinal, renderGoal } from './run-state.ts';
+import { canTransition, isFinal, renderGoal } from './run-state.ts';
 
 describe('run transitions', () => {
   it('allows the documented moves and nothing out of a final status', () => {
@@ -15,10 +15,6 @@ describe('run transitions', () => {
 
 describe('goal rendering', () => {
   it('fills every placeholder and reports each missing one once', () => {
-    expect(goalPlaceholders('Summarise {{ topic }} for {{audience}} about {{topic}}')).toEqual([
-      'topic',
-      'audience',
-    ]);
     expect(
       renderGoal('Summarise {{ topic }} for {{audience}}', { topic: 'FP-Growth', audience: 'ops' }),
     ).toEqual({

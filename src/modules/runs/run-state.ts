@@ -1,4 +1,5 @@
 import type { RunStatus } from '../../db/schema/runs.ts';
+import { fillPlaceholders, placeholdersOf } from '../../lib/placeholders.ts';
 
 /**
  * Which status may follow which (docs/runs.md draws it). `Running -> Queued` is a run whose
@@ -24,23 +25,15 @@ export const canTransition = (from: RunStatus, to: RunStatus): boolean => TRANSI
 /** Statuses a run never leaves. */
 export const isFinal = (status: RunStatus): boolean => TRANSITIONS[status].length === 0;
 
-/** `{{name}}` in a workflow's goal, filled from the run's `inputs`. */
-const GOAL_PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}/g;
-
-/** The placeholder names a goal asks for, each once, in order of first use. */
-export const goalPlaceholders = (goal: string): string[] => [
-  ...new Set([...goal.matchAll(GOAL_PLACEHOLDER)].map((match) => match[1] as string)),
-];
-
 /**
- * Fills a goal's placeholders from `inputs`. Returns the missing names instead of a text
+ * Fills a goal's `{{name}}` placeholders (lib/placeholders.ts) from `inputs`. Returns the missing names instead of a text
  * when any placeholder has no input, so the caller can name each one in one 400.
  */
 export function renderGoal(
   goal: string,
   inputs: Record<string, string>,
 ): { text: string; missing: [] } | { text?: undefined; missing: string[] } {
-  const missing = goalPlaceholders(goal).filter((name) => !Object.hasOwn(inputs, name));
+  const missing = placeholdersOf(goal).filter((name) => !Object.hasOwn(inputs, name));
   if (missing.length > 0) return { missing };
-  return { text: goal.replace(GOAL_PLACEHOLDER, (_, name: string) => inputs[name] as string), missing: [] };
+  return { text: fillPlaceholders(goal, (name) => inputs[name] as string), missing: [] };
 }

@@ -3,9 +3,8 @@ import type { EventHub } from '../../events/event-hub.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { Logger } from '../../logger.ts';
 import type { Module } from '../../module.ts';
-import type { ActivityService } from '../activity/activity.service.ts';
 import type { WorkflowsService } from '../workflows/workflows.service.ts';
-import { createRunLog, createRunWriter } from './run-log.ts';
+import { type ActivityRecorder, createRunLog, createRunWriter } from './run-log.ts';
 import { renderGoal } from './run-state.ts';
 import { createRunRecovery, RUN_EXECUTE } from './runs.jobs.ts';
 import { runsRoutes } from './runs.routes.ts';
@@ -14,7 +13,7 @@ import { createRunsService } from './runs.service.ts';
 export interface RunsModuleDependencies {
   db: Db;
   hub: Pick<EventHub, 'publish' | 'subscribe'>;
-  activity: Pick<ActivityService, 'recordAll' | 'insertForSource' | 'announce'>;
+  activity: ActivityRecorder;
   workflows: Pick<WorkflowsService, 'get' | 'setStatus' | 'statusFromRun'>;
   queue: Pick<JobQueue, 'enqueue' | 'onJobsLost'>;
   /** This process consumes jobs (RUN_MODE worker or all): it sweeps for stranded runs. */

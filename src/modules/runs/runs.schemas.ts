@@ -19,12 +19,13 @@ import {
   Timestamp,
   Uuid,
 } from '../../http/schemas.ts';
+import { PLACEHOLDER_NAME_PATTERN } from '../../lib/placeholders.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
 /** Placeholder names: what `{{name}}` in a goal may hold. */
-const InputName = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$', maxLength: 100 });
+const InputName = Type.String({ pattern: PLACEHOLDER_NAME_PATTERN, maxLength: 100 });
 
 export const StartRunBody = Type.Object(
   {

@@ -332,12 +332,12 @@ export function createRunStatements(deps: RunStatementsDependencies) {
           ...(agent
             ? [
                 {
-                  kind: 'agent.completed' as const,
+                  kind: 'agent.completed',
                   subjectType: 'agent',
                   subjectId: agent.id,
                   message: `Agent “${agent.name}” completed a task of “${run.workflow_name}”`,
                   data: { run_id: run.id },
-                },
+                } satisfies ActivityStatementEntry,
               ]
             : []),
           ...(end ? [endActivity(run, end)] : []),
@@ -394,12 +394,12 @@ export function createRunStatements(deps: RunStatementsDependencies) {
           ...(agent && failure.agentFailed
             ? [
                 {
-                  kind: 'agent.failed' as const,
+                  kind: 'agent.failed',
                   subjectType: 'agent',
                   subjectId: agent.id,
                   message: `Agent “${agent.name}” failed a task of “${run.workflow_name}”: ${failure.message}`,
                   data: { run_id: run.id },
-                },
+                } satisfies ActivityStatementEntry,
               ]
             : []),
         ],

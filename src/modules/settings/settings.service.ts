@@ -3,6 +3,7 @@ import Value from 'typebox/value';
 import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import { LruCache } from '../../lib/lru-cache.ts';
+import type { ActivityInput } from '../activity/activity.service.ts';
 import {
   createSettingsRepository,
   SETTINGS_NAMESPACES,
@@ -31,15 +32,7 @@ const CACHE_ENTRIES = 20_000;
 export interface SettingsActivity {
   record(
     tx: Db,
-    event: {
-      workspaceId: string;
-      kind: 'system.settings_changed';
-      subjectType: 'settings';
-      subjectId: string;
-      message: string;
-      data: Record<string, unknown>;
-      actor: string;
-    },
+    event: ActivityInput & { kind: 'system.settings_changed'; subjectType: 'settings' },
   ): Promise<unknown>;
 }
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { ModelRefSchema } from '../../db/schema/agents.ts';
 import { Page, PageQuery, Timestamp, Uuid } from '../../http/schemas.ts';
+import { ModelRefSchema } from '../../lib/model-ref.ts';
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 255 }),

@@ -1,13 +1,12 @@
 import { afterCommit, type Db, inTransaction } from '../../db/transaction.ts';
 import { conflict, forbidden, invalid, notFound } from '../../errors.ts';
 import { accessTopic, type EventHub } from '../../events/event-hub.ts';
+import type { ModelRef } from '../../lib/model-ref.ts';
 import { mapItems, type PageRequest } from '../../lib/page.ts';
 import { isTimeZone } from '../../lib/time-zone.ts';
 import type { AuditRecorder } from '../audit/audit.service.ts';
 import type { SettingsActivity } from '../settings/settings.service.ts';
 import { createTenantsRepository, type TenantRow, type TenantWrite } from './tenants.repository.ts';
-
-type ModelRef = { provider: string; name: string };
 
 export interface TenantsDependencies {
   db: Db;

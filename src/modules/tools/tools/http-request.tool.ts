@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { AppError } from '../../../errors.ts';
 import { AddressRefusedError } from '../../../lib/net/guarded-fetch.ts';
+import { fillPlaceholders, placeholdersOf } from '../../../lib/placeholders.ts';
 import { StringEnum } from '../../../lib/typebox.ts';
 import { defineTool, type ToolContext, ToolError } from '../tool.ts';
 
@@ -20,8 +21,6 @@ const RESERVED_HEADERS = new Set([
   'host',
   'content-length',
 ]);
-
-const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g;
 
 const Input = Type.Object(
   {
@@ -183,11 +182,7 @@ async function addCredential(
         : type.test_endpoint?.kind === 'http'
           ? (type.test_endpoint.headers ?? {})
           : {};
-    const fields = [
-      ...new Set(
-        Object.values(templates).flatMap((t) => [...t.matchAll(PLACEHOLDER)].map((m) => m[1] as string)),
-      ),
-    ];
+    const fields = [...new Set(Object.values(templates).flatMap((template) => placeholdersOf(template)))];
     if (fields.length === 0) {
       throw new ToolError(`credential ${id} (${type.name}) does not authenticate HTTP requests`);
     }
@@ -202,7 +197,7 @@ async function addCredential(
     });
     const secrets: string[] = [];
     for (const [name, template] of Object.entries(templates)) {
-      const value = template.replace(PLACEHOLDER, (_, field: string) => {
+      const value = fillPlaceholders(template, (field) => {
         const filled = data[field];
         if (filled === undefined || filled === null || filled === '') {
           throw new ToolError(`credential ${id} has no ${field}, which its type authenticates with`);
