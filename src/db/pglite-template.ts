@@ -5,12 +5,12 @@ import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { migrationsFolder } from './migrate.ts';
 
 /**
- * A migrated PGlite cluster made once at install time (`npm ci` runs `npm run db:template`), so
- * a fresh DATA_DIR starts as a copy of it: a cold start copies ~40 MB of files (~0.5 s of CPU)
- * instead of running initdb in WebAssembly (~2.6 s) and then every migration (~5 s of CPU;
- * bench/RESULTS.md, "Start-up, round 2"). It lives under node_modules, so it is remade with the
- * PGlite version that reads it. Layout: `<root>/pgdata` (the cluster, closed cleanly) and
- * `<root>/template.json` (the hashes of the migrations it holds, in order).
+ * A migrated PGlite cluster made once at install time (`npm ci` runs `npm run db:template`), so a
+ * fresh DATA_DIR starts as a copy of it: ~40 MB of files copied (~0.5-1 s of CPU) instead of an
+ * initdb-only cluster unpacked by PGlite (~2 s) and then every migration run (~3.5-5 s of CPU;
+ * bench/RESULTS.md, "Start-up and memory, round 2"). It lives under node_modules, so it is
+ * remade with the PGlite version that reads it. Layout: `<root>/pgdata` (the cluster, closed
+ * cleanly) and `<root>/template.json` (the hashes of the migrations it holds, in order).
  */
 export const templateRoot = fileURLToPath(
   new URL('../../node_modules/.cache/agent-platform/pglite-template', import.meta.url),
