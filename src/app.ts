@@ -63,7 +63,7 @@ export async function buildApp(services: Services, options: AppOptions = {}) {
   app.setValidatorCompiler(compilers.validatorCompiler(createValidatorCompiler()));
   if (options.compileSchemasAtStart) {
     app.addHook('onReady', async () => {
-      compilers.compilePending();
+      app.log.info({ schemas: compilers.compilePending() }, 'route schemas compiled');
     });
   }
   // The API speaks JSON only: anything else is 415 rather than a string body.
