@@ -11,8 +11,11 @@
  * 2. Start-up: `npm start`'s command (`node <flags> src/main.ts`) spawned on the embedded
  *    database, timed from the spawn to the first 200 of `GET /api/health`: cold (an empty
  *    DATA_DIR: the cluster unpacked from the install-time template and migrated) and warm (the
- *    same DATA_DIR again). Resident memory (VmRSS from /proc, Linux) after 3 s idle, then after
- *    a few requests (lists, writes, health, metrics, the OpenAPI document) and 3 s idle again.
+ *    same DATA_DIR again). Resident memory (VmRSS from /proc, Linux) after BENCH_IDLE_MS (5 s)
+ *    idle after each, then after a few requests (lists, writes, health, metrics, the OpenAPI
+ *    document) and the same idle time again. Before that, `src/main.ts`'s steps one by one
+ *    (bench/startup-phases.ts: wall, CPU, RSS, V8 heap and PGlite's WASM memory after each),
+ *    and each module entrypoint's own import time.
  * 3. `npm run dev-token`'s command, with the service stopped and while it runs, and `--help`.
  *
  * BENCH_RUNS (default 5) sets the runs per import figure and per start figure (medians shown,
@@ -27,13 +30,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = path.resolve(import.meta.dirname, '..');
 const RUNS = Math.max(2, Number(process.env.BENCH_RUNS ?? 5));
-const nodeFlags = (
+/** Seconds of idleness before resident memory is read: start-up's garbage collected, V8 settled. */
+const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 5000);
+const startWords = (
   JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }
 ).scripts.start
   .trim()
-  .split(/\s+/)
-  .slice(1)
-  .filter((arg) => arg.startsWith('-'));
+  .split(/\s+/);
+/** `npm start`'s environment assignments (`NAME=value` before `node`), given to every child here. */
+const startEnv = Object.fromEntries(
+  startWords
+    .slice(0, startWords.indexOf('node'))
+    .map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
+);
+const nodeFlags = startWords.slice(startWords.indexOf('node') + 1).filter((arg) => arg.startsWith('-'));
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-startup-'));
 const compileCache = path.join(scratch, 'compile-cache');
 const fileUrl = (file: string) => new URL(`file://${path.join(root, file)}`).href;
@@ -101,7 +111,7 @@ ${extra ? 'Object.assign(result, globalThis.__benchExtra?.() ?? {});' : ''}
 process.stdout.write(JSON.stringify(result));`;
   const output = execFileSync(process.execPath, [...nodeFlags, '--input-type=module', '-e', code], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_COMPILE_CACHE: compileCache },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_COMPILE_CACHE: compileCache, ...startEnv },
     encoding: 'utf8',
   });
   return JSON.parse(output) as Sample & Extra;
@@ -178,6 +188,133 @@ function importTables(): string[] {
   return lines;
 }
 
+/**
+ * Each module entrypoint (`src/modules/<name>/<name>.module.ts`) imported in turn, in one fresh process
+ * that first loaded what every module shares (config, db, http, lib, typebox, drizzle): the wall
+ * and CPU time each adds, that is what it alone brings in. The median of runs, largest first.
+ */
+function moduleImportTable(): string[] {
+  const modules = fs
+    .readdirSync(path.join(root, 'src/modules'))
+    .flatMap((folder) =>
+      fs
+        .readdirSync(path.join(root, 'src/modules', folder))
+        .filter((file) => file.endsWith('.module.ts'))
+        .map((file) => `src/modules/${folder}/${file}`),
+    )
+    .sort();
+  const shared = [
+    'src/config.ts',
+    'src/db/client.ts',
+    'src/http/schemas.ts',
+    'src/errors.ts',
+    'src/module.ts',
+  ];
+  const code = `${preamble()}
+for (const file of ${JSON.stringify(shared.map(fileUrl))}) await import(file);
+const out = {};
+for (const file of ${JSON.stringify(modules)}) {
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  await import(${JSON.stringify(`file://${root}/`)} + file);
+  const cpu = process.cpuUsage(c0);
+  out[file] = { ms: performance.now() - t0, cpuMs: (cpu.user + cpu.system) / 1000 };
+}
+process.stdout.write(JSON.stringify(out));`;
+  const runs: Record<string, { ms: number; cpuMs: number }>[] = [];
+  for (let i = 0; i < Math.min(RUNS, 3); i++) {
+    runs.push(
+      JSON.parse(
+        execFileSync(process.execPath, [...nodeFlags, '--input-type=module', '-e', code], {
+          cwd: root,
+          env: {
+            PATH: process.env.PATH,
+            HOME: process.env.HOME,
+            NODE_COMPILE_CACHE: compileCache,
+            ...startEnv,
+          },
+          encoding: 'utf8',
+        }),
+      ),
+    );
+  }
+  const rows = modules
+    .map((file) => ({
+      file,
+      ms: median(runs.map((run) => run[file]?.ms ?? 0)),
+      cpuMs: median(runs.map((run) => run[file]?.cpuMs ?? 0)),
+    }))
+    .sort((a, b) => b.cpuMs - a.cpuMs);
+  return [
+    `### Each module entrypoint imported in turn, after what they share (config, db, http, errors); ${runs.length} runs`,
+    '',
+    '| module | wall ms | CPU ms |',
+    '|---|---:|---:|',
+    ...rows.map((row) => `| ${row.file} | ${row.ms.toFixed(0)} | ${row.cpuMs.toFixed(0)} |`),
+    `| (all ${rows.length}) | ${rows.reduce((sum, row) => sum + row.ms, 0).toFixed(0)} | ${rows.reduce((sum, row) => sum + row.cpuMs, 0).toFixed(0)} |`,
+    '',
+  ];
+}
+
+interface PhaseSample {
+  phase: string;
+  ms: number;
+  cpuMs: number;
+  rssMb: number;
+  heapMb: number;
+  externalMb: number;
+}
+
+/**
+ * `src/main.ts`'s steps one by one (bench/startup-phases.ts) in a fresh process with `npm
+ * start`'s flags: cold (an empty DATA_DIR) then warm (the same one); medians of runs.
+ */
+function phaseTables(): string[] {
+  const runPhases = (dataDir: string) =>
+    JSON.parse(
+      execFileSync(process.execPath, [...nodeFlags, 'bench/startup-phases.ts'], {
+        cwd: root,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          NODE_COMPILE_CACHE: compileCache,
+          ...startEnv,
+          DATA_DIR: dataDir,
+          LOG_LEVEL: 'warn',
+          IDLE_MS: String(IDLE_MS),
+        },
+        encoding: 'utf8',
+      }),
+    ) as PhaseSample[];
+  const cold: PhaseSample[][] = [];
+  const warm: PhaseSample[][] = [];
+  for (let i = 0; i < Math.min(RUNS, 3); i++) {
+    const dataDir = path.join(scratch, `phases-${i}`);
+    cold.push(runPhases(dataDir));
+    warm.push(runPhases(dataDir));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+  const table = (title: string, runs: PhaseSample[][]) => [
+    `#### ${title}`,
+    '',
+    '| phase | wall ms | CPU ms | RSS after, MB | V8 heap used, MB | external (PGlite WASM memory), MB |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...(runs[0] ?? []).map((first, index) => {
+      const of = (key: keyof Omit<PhaseSample, 'phase'>) =>
+        median(runs.map((run) => run[index]?.[key] ?? 0)).toFixed(0);
+      return `| ${first.phase} | ${of('ms')} | ${of('cpuMs')} | ${of('rssMb')} | ${of('heapMb')} | ${of('externalMb')} |`;
+    }),
+    `| **to the first 200** | ${median(runs.map((run) => run.slice(0, -1).reduce((sum, p) => sum + p.ms, 0))).toFixed(0)} | ${median(runs.map((run) => run.slice(0, -1).reduce((sum, p) => sum + p.cpuMs, 0))).toFixed(0)} | | | |`,
+    '',
+  ];
+  return [
+    `### \`src/main.ts\`'s steps one by one (bench/startup-phases.ts), ${cold.length} runs, idle ${IDLE_MS / 1000} s at the end`,
+    '',
+    ...table('Cold (empty DATA_DIR)', cold),
+    ...table('Warm (the same DATA_DIR again)', warm),
+  ];
+}
+
 async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -233,6 +370,7 @@ async function startService(dataDir: string, env: NodeJS.ProcessEnv = {}): Promi
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       NODE_COMPILE_CACHE: compileCache,
+      ...startEnv,
       DATA_DIR: dataDir,
       HOST: '127.0.0.1',
       PORT: String(port),
@@ -315,6 +453,7 @@ async function startTables(): Promise<string[]> {
   const warm: number[] = [];
   const coldCpu: number[] = [];
   const warmCpu: number[] = [];
+  const coldIdle: number[] = [];
   const idle: number[] = [];
   const used: number[] = [];
   // The very first start after an install has no compile cache: taken once, before the others.
@@ -327,20 +466,26 @@ async function startTables(): Promise<string[]> {
     const coldStart = await startService(dataDir);
     cold.push(coldStart.ms);
     coldCpu.push(coldStart.cpuMs);
+    await sleep(IDLE_MS);
+    coldIdle.push(rssMb(coldStart.child.pid as number));
     await stopService(coldStart);
     const warmStart = await startService(dataDir);
     warm.push(warmStart.ms);
     warmCpu.push(warmStart.cpuMs);
-    await sleep(3000);
+    await sleep(IDLE_MS);
     idle.push(rssMb(warmStart.child.pid as number));
     await someRequests(warmStart.url, dataDir);
-    await sleep(3000);
+    await sleep(IDLE_MS);
     used.push(rssMb(warmStart.child.pid as number));
     await stopService(warmStart);
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
   return [
-    `### Start-up on the embedded database (\`node ${nodeFlags.join(' ')} src/main.ts\`), spawn to first 200 of GET /api/health; ${RUNS} runs`,
+    `### Start-up on the embedded database (\`${Object.entries(startEnv)
+      .map(([name, value]) => `${name}=${value} `)
+      .join(
+        '',
+      )}node ${nodeFlags.join(' ')} src/main.ts\`), spawn to first 200 of GET /api/health; ${RUNS} runs`,
     '',
     '| start | wall ms | CPU ms | wall target (quiet machine) |',
     '|---|---:|---:|---|',
@@ -350,8 +495,9 @@ async function startTables(): Promise<string[]> {
     '',
     '| resident memory (VmRSS) | MB | target |',
     '|---|---:|---|',
-    `| idle, 3 s after a warm start | ${range(idle)} | < 200 |`,
-    `| idle, 3 s after a few requests | ${range(used)} | |`,
+    `| idle, ${IDLE_MS / 1000} s after a cold start | ${range(coldIdle)} | |`,
+    `| idle, ${IDLE_MS / 1000} s after a warm start | ${range(idle)} | < 200 |`,
+    `| idle, ${IDLE_MS / 1000} s after a few requests | ${range(used)} | |`,
     '',
   ];
 }
@@ -420,8 +566,14 @@ try {
     `Node ${process.version}, ${os.cpus().length} cores, load average ${load.join(' ')} at the start, ${new Date().toISOString()}.`,
     '',
     ...importTables(),
+    ...moduleImportTable(),
+    ...phaseTables(),
     ...(await startTables()),
     ...(await devTokenTable()),
+    `Load average at the end: ${os
+      .loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}.`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {

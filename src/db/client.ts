@@ -52,7 +52,7 @@ const loadPgliteDriver = () =>
     import('@electric-sql/pglite-pgvector'),
     import('drizzle-orm/pglite'),
     import('./pglite-template.ts'),
-  ]).then(([{ PGlite }, { btree_gin }, { pg_trgm }, { vector }, { drizzle }, { pgliteTemplateFor }]) => ({
+  ]).then(([{ PGlite }, { btree_gin }, { pg_trgm }, { vector }, { drizzle }, { copyPgliteTemplate }]) => ({
     PGlite,
     /**
      * Extensions the migrations create (`CREATE EXTENSION`), loaded into every PGlite instance:
@@ -62,7 +62,7 @@ const loadPgliteDriver = () =>
      */
     extensions: { pg_trgm, vector, btree_gin },
     drizzle,
-    pgliteTemplateFor,
+    copyPgliteTemplate,
   }));
 
 /**
@@ -94,6 +94,10 @@ export const pgliteDirectory = (dataDir: string): string => path.join(dataDir, '
 export async function openDatabase(
   config: DatabaseConfig,
   lockInfo: Record<string, unknown> = {},
+  options: {
+    /** PGlite: start a new cluster from the install-time template (db/pglite-template.ts); true by default. */
+    template?: boolean;
+  } = {},
 ): Promise<Database> {
   if (config.kind === 'postgres') {
     const { drizzle: drizzleNodePg, createResilientPool } = await loadPostgresDriver();
@@ -123,15 +127,15 @@ export async function openDatabase(
     };
   }
 
-  const { PGlite, extensions, drizzle: drizzlePglite, pgliteTemplateFor } = await loadPgliteDriver();
+  const { PGlite, extensions, drizzle: drizzlePglite, copyPgliteTemplate } = await loadPgliteDriver();
   fs.mkdirSync(config.dataDir, { recursive: true });
   const lock = acquireDirectoryLock(config.dataDir, lockInfo);
   try {
     const directory = pgliteDirectory(config.dataDir);
+    if (options.template !== false) copyPgliteTemplate(directory);
     const pglite = await PGlite.create(directory, {
       startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS],
       extensions,
-      loadDataDir: pgliteTemplateFor(directory),
     });
     for (const oid of DRIZZLE_TEXT_TYPES) pglite.parsers[oid] = asText;
     const gate = new ConnectionGate({ timeoutMs: config.queueTimeoutMs, maxQueue: config.queueMax });

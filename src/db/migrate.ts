@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Database } from './client.ts';
 
-const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url));
+/** The committed SQL migrations and drizzle's journal of them. */
+export const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url));
 
 /**
  * The extensions the migrations create (0005 and 0006), with what brings each to a PostgreSQL
