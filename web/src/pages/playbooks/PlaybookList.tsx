@@ -127,7 +127,6 @@ export default function PlaybookList() {
                           <Badge value="archived" tone="neutral" />
                         </>
                       )}
-                      <div className="muted">{playbook.agent_pattern.join(' → ')}</div>
                     </td>
                     <td>{playbook.category ? <Badge value={playbook.category} tone="info" /> : '—'}</td>
                     <td>
