@@ -117,9 +117,11 @@ export default function PolicyPage() {
         <h2 id="policy-content">Content of version {p.version}</h2>
         <pre>{JSON.stringify(p.content, null, 2)}</pre>
       </section>
-      {can('admin') && <PolicyEditor key={p.version} id={p.policy_id} content={p.content} latest={latest} />}
-      <VersionDiff key={latest} id={p.policy_id} versions={p.versions.map((v) => v.version)} />
-      <AssemblePreview key={p.version} policy={p} />
+      {can('admin') && (
+        <PolicyEditor key={`editor-${p.version}`} id={p.policy_id} content={p.content} latest={latest} />
+      )}
+      <VersionDiff key={`diff-${latest}`} id={p.policy_id} versions={p.versions.map((v) => v.version)} />
+      <AssemblePreview key={`assemble-${p.version}`} policy={p} />
       <AbTest policy={p} />
     </>
   );
@@ -145,9 +147,10 @@ function PolicyEditor({ id, content, latest }: { id: string; content: PolicyCont
         }),
       ),
     onSuccess: (saved) => {
-      queryClient.setQueryData(['policy', id, 'current'], saved);
+      queryClient.setQueryData(['policy', id, saved.version], saved);
       void queryClient.invalidateQueries({ queryKey: ['policy', id] });
-      setSearch(new URLSearchParams());
+      // The new version is shown (production may still point at an older one).
+      setSearch(new URLSearchParams({ version: String(saved.version) }));
     },
   });
   const submit = (event: FormEvent) => {

@@ -45,7 +45,9 @@ export function VersionDiff({ id, versions }: { id: string; versions: number[] }
               <p className="muted" role="status">
                 {changes === 0
                   ? 'The two versions have the same content.'
-                  : `${changes} line${changes === 1 ? '' : 's'} differ.`}
+                  : changes === 1
+                    ? '1 line differs.'
+                    : `${changes} lines differ.`}
               </p>
               <div className="table-wrap">
                 <table className="diff">
