@@ -119,6 +119,7 @@ describe('playbooks', () => {
     const examples = page.getByRole('table', { name: 'Successful runs matching the playbook' });
     await expect.poll(() => examples.getByRole('link', { name: 'Guides' }).count()).toBeGreaterThan(0);
     await expectAccessible(page);
+    await shot(page, 'playbook-light');
 
     // Promote: create the workflow only.
     await page.getByLabel('Workflow name', { exact: true }).fill('Guide writing');

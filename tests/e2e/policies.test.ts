@@ -7,6 +7,7 @@ import {
   signIn,
   startConsole,
 } from '../helpers/console.ts';
+import { buildMember } from '../helpers/factories.ts';
 import type { TestApp } from '../helpers/test-app.ts';
 
 /**
@@ -155,5 +156,33 @@ describe('policies', () => {
       .toBe(true);
     expect(errors).toEqual([]);
     await context.close();
+
+    // A member reads and assembles, and is offered no write: no editor, no A/B test set-up.
+    const member = await buildMember(t, t.owner);
+    const memberContext = await harness.context();
+    const memberPage = await memberContext.newPage();
+    // (signIn's token path finds 'Access token' inexactly, which also names its form.)
+    await memberPage.goto('/policies/support-triage');
+    await memberPage.getByLabel('Access token', { exact: true }).fill(member.token);
+    await memberPage.getByRole('button', { name: 'Sign in with token' }).click();
+    await expect
+      .poll(() =>
+        memberPage.getByRole('heading', { level: 1, name: 'Policy support-triage version 1' }).isVisible(),
+      )
+      .toBe(true);
+    await expect
+      .poll(() => memberPage.getByText('writing versions needs the admin role', { exact: false }).isVisible())
+      .toBe(true);
+    expect(await memberPage.getByLabel('Policy content (JSON)').count()).toBe(0);
+    expect(await memberPage.getByRole('button', { name: 'Stop A/B test' }).count()).toBe(0);
+    expect(await memberPage.getByRole('region', { name: 'Content of version 1' }).textContent()).toContain(
+      'Never share internal ticket ids.',
+    );
+    await memberPage.getByLabel('customer', { exact: true }).fill('Bo');
+    await memberPage.getByRole('button', { name: 'Assemble', exact: true }).click();
+    await expect
+      .poll(() => memberPage.getByRole('list', { name: 'Assembled messages' }).textContent())
+      .toContain('The customer is Bo.');
+    await memberContext.close();
   });
 });

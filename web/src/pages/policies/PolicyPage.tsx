@@ -113,10 +113,13 @@ export default function PolicyPage() {
           </table>
         </div>
       </section>
-      <section className="card" aria-labelledby="policy-content">
-        <h2 id="policy-content">Content of version {p.version}</h2>
-        <pre>{JSON.stringify(p.content, null, 2)}</pre>
-      </section>
+      {/* An admin reads the content in the editor, which starts from the shown version. */}
+      {!can('admin') && (
+        <section className="card" aria-labelledby="policy-content">
+          <h2 id="policy-content">Content of version {p.version}</h2>
+          <pre>{JSON.stringify(p.content, null, 2)}</pre>
+        </section>
+      )}
       {can('admin') && (
         <PolicyEditor key={`editor-${p.version}`} id={p.policy_id} content={p.content} latest={latest} />
       )}
