@@ -1,3 +1,4 @@
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ConsoleHarness,
@@ -23,6 +24,20 @@ beforeAll(async () => {
   t = harness.t;
 });
 afterAll(() => harness?.close());
+
+/** What sticks out of a phone-sized screen (a wide table scrolls inside its own .table-wrap). */
+async function tooWide(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const { document, innerWidth } = globalThis as any;
+    return [...document.querySelectorAll('body *')]
+      .filter(
+        (element: any) =>
+          element.getBoundingClientRect().right > innerWidth + 1 && !element.closest('.table-wrap'),
+      )
+      .map((element: any) => `${element.tagName}.${element.className}`)
+      .slice(0, 5);
+  });
+}
 
 /** The run once it has ended, polled through the API. */
 async function settled(runId: string) {
@@ -78,7 +93,12 @@ describe('playbooks', () => {
     const support = page.getByLabel('Minimum support', { exact: true });
     await support.fill('2');
     await page.getByRole('button', { name: 'Mine playbooks' }).click();
-    expect(await support.evaluate((input: HTMLInputElement) => input.validity.rangeUnderflow)).toBe(true);
+    expect(
+      await support.evaluate(
+        (input) => (input as { validity: { rangeUnderflow: boolean } }).validity.rangeUnderflow,
+      ),
+    ).toBe(true);
+    expect((await t.call(t.owner, 'GET', '/api/playbooks/mines')).json().total).toBe(0);
 
     // 4 of 4 successful runs: the Wilson lower bound (z = 1) the mine tests is 0.8.
     await support.fill('3');
@@ -182,6 +202,11 @@ describe('playbooks', () => {
     await expect.poll(() => darkPage.getByRole('link', { name, exact: true }).isVisible()).toBe(true);
     await expectAccessible(darkPage);
     await shot(darkPage, 'playbooks-dark');
+    await darkPage.setViewportSize({ width: 390, height: 844 });
+    expect(await tooWide(darkPage)).toEqual([]);
+    await darkPage.getByRole('link', { name, exact: true }).click();
+    await expect.poll(() => darkPage.getByRole('heading', { level: 1, name }).isVisible()).toBe(true);
+    expect(await tooWide(darkPage)).toEqual([]);
     await dark.close();
   });
 });

@@ -1,3 +1,4 @@
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ConsoleHarness,
@@ -23,6 +24,20 @@ beforeAll(async () => {
   t = harness.t;
 });
 afterAll(() => harness?.close());
+
+/** What sticks out of a phone-sized screen (a wide table scrolls inside its own .table-wrap). */
+async function tooWide(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const { document, innerWidth } = globalThis as any;
+    return [...document.querySelectorAll('body *')]
+      .filter(
+        (element: any) =>
+          element.getBoundingClientRect().right > innerWidth + 1 && !element.closest('.table-wrap'),
+      )
+      .map((element: any) => `${element.tagName}.${element.className}`)
+      .slice(0, 5);
+  });
+}
 
 const VERSION_1 = {
   description: 'support triage',
@@ -159,7 +174,7 @@ describe('policies', () => {
 
     // A member reads and assembles, and is offered no write: no editor, no A/B test set-up.
     const member = await buildMember(t, t.owner);
-    const memberContext = await harness.context();
+    const memberContext = await harness.context({ width: 390 });
     const memberPage = await memberContext.newPage();
     // (signIn's token path finds 'Access token' inexactly, which also names its form.)
     await memberPage.goto('/policies/support-triage');
@@ -183,6 +198,7 @@ describe('policies', () => {
     await expect
       .poll(() => memberPage.getByRole('list', { name: 'Assembled messages' }).textContent())
       .toContain('The customer is Bo.');
+    expect(await tooWide(memberPage)).toEqual([]);
     await memberContext.close();
   });
 });
