@@ -155,7 +155,14 @@ describe('policies', () => {
     ).json();
     expect(experiment.experiment).toMatchObject({ status: 'stopped', policy_b: { version: 2 } });
 
-    // Older versions are one press away, and the policy is remembered in this tab.
+    // Choosing B moves production to version 2 and concludes the test.
+    await page.getByRole('button', { name: 'Choose B as the winner' }).click();
+    await page.getByRole('button', { name: 'Yes, B wins' }).click();
+    await expect.poll(() => abtest.textContent()).toContain('winner B');
+    const concluded = (await t.call(t.owner, 'GET', '/api/policy/support-triage')).json();
+    expect(concluded).toMatchObject({ version: 2, labels: { production: 2, latest: 2 } });
+
+    // Older versions are one press away, and the policy is remembered in this tab (opened at production).
     await page.getByRole('button', { name: 'Show version 1' }).click();
     await expect
       .poll(() =>
@@ -166,7 +173,7 @@ describe('policies', () => {
     await page.getByRole('link', { name: 'support-triage', exact: true }).click();
     await expect
       .poll(() =>
-        page.getByRole('heading', { level: 1, name: 'Policy support-triage version 1' }).isVisible(),
+        page.getByRole('heading', { level: 1, name: 'Policy support-triage version 2' }).isVisible(),
       )
       .toBe(true);
     expect(errors).toEqual([]);
@@ -182,7 +189,7 @@ describe('policies', () => {
     await memberPage.getByRole('button', { name: 'Sign in with token' }).click();
     await expect
       .poll(() =>
-        memberPage.getByRole('heading', { level: 1, name: 'Policy support-triage version 1' }).isVisible(),
+        memberPage.getByRole('heading', { level: 1, name: 'Policy support-triage version 2' }).isVisible(),
       )
       .toBe(true);
     await expect
@@ -190,8 +197,8 @@ describe('policies', () => {
       .toBe(true);
     expect(await memberPage.getByLabel('Policy content (JSON)').count()).toBe(0);
     expect(await memberPage.getByRole('button', { name: 'Stop A/B test' }).count()).toBe(0);
-    expect(await memberPage.getByRole('region', { name: 'Content of version 1' }).textContent()).toContain(
-      'Never share internal ticket ids.',
+    expect(await memberPage.getByRole('region', { name: 'Content of version 2' }).textContent()).toContain(
+      'Never share internal ticket ids or emails.',
     );
     await memberPage.getByLabel('customer', { exact: true }).fill('Bo');
     await memberPage.getByRole('button', { name: 'Assemble', exact: true }).click();

@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { api, unwrap } from '../../api/client.ts';
 import { useWorkspace } from '../../app/workspace.tsx';
 import { Badge } from '../../ui/Badge.tsx';
+import { ConfirmButton } from '../../ui/ConfirmButton.tsx';
 import { Field } from '../../ui/Field.tsx';
 import { formatCost, formatDuration, formatNumber, formatPercent, formatTime } from '../../ui/format.ts';
 import { Empty, isNotFound, Loading, ProblemAlert } from '../../ui/states.tsx';
@@ -234,7 +235,7 @@ function ExperimentForm({
     (current?.guardrail_metrics as MetricName[]) ?? ['cost_per_run', 'p95_latency'],
   );
   const set = useMutation({
-    mutationFn: (action: 'start' | 'stop' | undefined) =>
+    mutationFn: ({ action, winner }: { action?: 'start' | 'stop' | 'choose_winner'; winner?: 'a' | 'b' }) =>
       unwrap(
         api.POST('/api/policy/abtest/set', {
           body: {
@@ -246,6 +247,7 @@ function ExperimentForm({
             primary_metric: primary,
             guardrail_metrics: guardrails.filter((metric) => metric !== primary),
             ...(action ? { action } : {}),
+            ...(winner ? { winner } : {}),
           },
         }),
       ),
@@ -254,7 +256,7 @@ function ExperimentForm({
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    set.mutate(current ? undefined : 'start');
+    set.mutate(current ? {} : { action: 'start' });
   };
   const op = 'setPolicyExperiment';
   return (
@@ -381,17 +383,33 @@ function ExperimentForm({
             type="button"
             className="danger"
             disabled={set.isPending}
-            onClick={() => set.mutate('stop')}
+            onClick={() => set.mutate({ action: 'stop' })}
           >
             Stop A/B test
           </button>
         )}
         {current && current.status !== 'running' && (
-          <button type="button" disabled={set.isPending} onClick={() => set.mutate('start')}>
+          <button type="button" disabled={set.isPending} onClick={() => set.mutate({ action: 'start' })}>
             Start A/B test
           </button>
         )}
       </div>
+      {current &&
+        current.status !== 'concluded' &&
+        current.policy_a.policy_id === current.policy_b.policy_id && (
+          <div className="row">
+            {(['a', 'b'] as const).map((arm) => (
+              <ConfirmButton
+                key={arm}
+                label={`Choose ${arm.toUpperCase()} as the winner`}
+                question={`Move ${policy.policy_id}'s production label to ${armWords(arm === 'a' ? current.policy_a : current.policy_b)} and conclude the test?`}
+                confirmLabel={`Yes, ${arm.toUpperCase()} wins`}
+                onConfirm={() => set.mutate({ action: 'choose_winner', winner: arm })}
+                disabled={set.isPending}
+              />
+            ))}
+          </div>
+        )}
     </form>
   );
 }
