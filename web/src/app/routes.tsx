@@ -24,6 +24,8 @@ export const routes: RouteObject[] = [
       { path: 'workflows/:id/edit', lazy: page(() => import('../pages/workflows/WorkflowForm.tsx')) },
       { path: 'runs', lazy: page(() => import('../pages/runs/RunList.tsx')) },
       { path: 'runs/:id', lazy: page(() => import('../pages/runs/RunPage.tsx')) },
+      { path: 'chat/:id?', lazy: page(() => import('../pages/chat/ChatPage.tsx')) },
+      { path: 'knowledge/:tab?', lazy: page(() => import('../pages/knowledge/KnowledgePage.tsx')) },
       { path: '*', lazy: page(() => import('../pages/NotFound.tsx')) },
     ],
   },
