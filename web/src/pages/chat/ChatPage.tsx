@@ -358,9 +358,11 @@ export default function ChatPage() {
     if (abort.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 500));
     await queryClient.invalidateQueries({ queryKey: ['conversations'] });
     if (conversationId) {
+      // staleTime 0: the history cached before this turn is out of date.
       await queryClient.fetchQuery({
         queryKey: ['conversation', conversationId],
         queryFn: () => readHistory(conversationId as string),
+        staleTime: 0,
       });
       if (conversationId !== id) navigate(`/chat/${conversationId}`, { replace: !id });
       setTurn(undefined);
@@ -433,7 +435,7 @@ export default function ChatPage() {
                   operation="sendChatMessage"
                   name="message"
                   error={sendError}
-                  hint={`Ctrl+Enter sends.${agentName ? ` You are talking to ${agentName}.` : ''}`}
+                  hint={`Ctrl+Enter sends.${!id && agentName ? ` You will talk to ${agentName}.` : ''}`}
                 >
                   {(props) => (
                     <textarea
