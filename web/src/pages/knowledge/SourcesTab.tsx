@@ -53,6 +53,8 @@ function CreateSource({ onDone }: { onDone: () => void }) {
   const [kind, setKind] = useState<Kind>('upload');
   const [directory, setDirectory] = useState('');
   const [urls, setUrls] = useState('');
+  const [embeddingProvider, setEmbeddingProvider] = useState('');
+  const [embeddingModel, setEmbeddingModel] = useState('');
   const create = useMutation({
     mutationFn: () =>
       unwrap(
@@ -70,6 +72,9 @@ function CreateSource({ onDone }: { onDone: () => void }) {
                       .filter(Boolean),
                   },
                 }
+              : {}),
+            ...(embeddingProvider || embeddingModel
+              ? { embedding: { provider: embeddingProvider, model: embeddingModel } }
               : {}),
           },
         }),
@@ -141,6 +146,37 @@ function CreateSource({ onDone }: { onDone: () => void }) {
           )}
         </Field>
       )}
+      <fieldset className="choices">
+        <legend>Embeddings (optional; the service’s default when left empty)</legend>
+        <div className="row">
+          <Field
+            label="Embedding provider"
+            operation="createSource"
+            name="embedding.provider"
+            error={create.error}
+            hint="none, local, or the id of an OpenAI-compatible provider of the workspace."
+          >
+            {(props) => (
+              <input
+                {...props}
+                required={Boolean(embeddingModel)}
+                value={embeddingProvider}
+                onChange={(event) => setEmbeddingProvider(event.target.value)}
+              />
+            )}
+          </Field>
+          <Field label="Embedding model" operation="createSource" name="embedding.model" error={create.error}>
+            {(props) => (
+              <input
+                {...props}
+                required={Boolean(embeddingProvider)}
+                value={embeddingModel}
+                onChange={(event) => setEmbeddingModel(event.target.value)}
+              />
+            )}
+          </Field>
+        </div>
+      </fieldset>
       <div className="row">
         <button type="submit" className="primary" disabled={create.isPending}>
           Create source
