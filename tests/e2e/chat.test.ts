@@ -3,6 +3,7 @@ import {
   type ConsoleHarness,
   expectAccessible,
   navigate,
+  overflowingElements,
   screenshot as shot,
   signIn,
   startConsole,
@@ -110,10 +111,16 @@ describe('the chat page', () => {
     await expect.poll(() => request?.closedEarly).toBe(true);
     // The stored answer says it was aborted, and a new message can be sent.
     const messages = page.getByRole('list', { name: 'Messages' });
-    await expect.poll(() => messages.textContent(), { timeout: 20_000 }).toContain('aborted');
+    await expect
+      .poll(() => messages.textContent(), { timeout: 20_000 })
+      .toContain('Stopped: the answer was ended before it was complete.');
     expect(await page.getByRole('button', { name: 'Send', exact: true }).isEnabled()).toBe(true);
     await expectAccessible(page);
     await shot(page, 'chat-dark');
+    // On a phone-sized screen the list sits above the conversation; nothing sticks out.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect.poll(() => overflowingElements(page)).toEqual([]);
+    await expectAccessible(page);
     await context.close();
   });
 });

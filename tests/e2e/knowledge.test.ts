@@ -4,6 +4,7 @@ import {
   type ConsoleHarness,
   expectAccessible,
   navigate,
+  overflowingElements,
   screenshot as shot,
   signIn,
   startConsole,
@@ -105,6 +106,9 @@ describe('the knowledge pages', () => {
     expect(llm.embeddingRequests().length).toBeGreaterThan(0);
     await expectAccessible(page);
     await shot(page, 'knowledge-light');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect.poll(() => overflowingElements(page)).toEqual([]);
+    await page.setViewportSize({ width: 1280, height: 900 });
 
     // Found by search: the passage, the score and its parts, the source and the tags.
     await tabs.getByRole('link', { name: 'Search' }).click();

@@ -112,7 +112,12 @@ function MessageView({ message }: { message: Message }) {
         <ToolCalls calls={message.tool_calls} />
         {message.content && <div className="message-text">{message.content}</div>}
         <Citations citations={message.citations} />
-        {message.error && <div className="error-text">{message.error}</div>}
+        {message.error &&
+          (message.error.startsWith('aborted: the client disconnected') ? (
+            <div className="muted">Stopped: the answer was ended before it was complete.</div>
+          ) : (
+            <div className="error-text">{message.error}</div>
+          ))}
         {message.role === 'assistant' && message.model && (
           <div className="muted small">
             {message.provider} / {message.model}

@@ -69,7 +69,7 @@ function UploadBox({ sources }: { sources: Schemas['Source'][] }) {
   return (
     <section className="card" aria-labelledby={`${id}-heading`}>
       <h3 id={`${id}-heading`}>Upload documents</h3>
-      <div className="row">
+      <div className="row top">
         <div className="field">
           <label htmlFor={`${id}-source`}>Upload to</label>
           <select id={`${id}-source`} value={sourceId} onChange={(event) => setSourceId(event.target.value)}>

@@ -90,7 +90,7 @@ export function SearchTab() {
             />
           )}
         </Field>
-        <div className="row">
+        <div className="row top">
           <Field
             label="Mode"
             operation="searchDocuments"

@@ -148,7 +148,7 @@ function CreateSource({ onDone }: { onDone: () => void }) {
       )}
       <fieldset className="choices">
         <legend>Embeddings (optional; the service’s default when left empty)</legend>
-        <div className="row">
+        <div className="row top">
           <Field
             label="Embedding provider"
             operation="createSource"
