@@ -96,9 +96,8 @@ function UploadBox({ sources }: { sources: Schemas['Source'][] }) {
           </div>
         </div>
       </div>
-      {/* The drop zone is for pointer users; the file input beside it does the same from the keyboard. */}
-      {/* biome-ignore lint/a11y/noStaticElementInteractions: the labelled file input is the accessible control */}
-      <div
+      {/* Dropping files is for pointer users; the labelled file input inside does the same from the keyboard. */}
+      <fieldset
         className={`dropzone${over ? ' over' : ''}`}
         onDragOver={(event) => {
           event.preventDefault();
@@ -107,7 +106,8 @@ function UploadBox({ sources }: { sources: Schemas['Source'][] }) {
         onDragLeave={() => setOver(false)}
         onDrop={onDrop}
       >
-        <p>Drop files here (PDF, Markdown, HTML, text, JSON, CSV or source code), or choose them:</p>
+        <legend>Drop files here</legend>
+        <p className="muted">PDF, Markdown, HTML, text, JSON, CSV or source code. Or choose them:</p>
         <label htmlFor={`${id}-files`}>Files to upload</label>
         <input
           id={`${id}-files`}
@@ -119,7 +119,7 @@ function UploadBox({ sources }: { sources: Schemas['Source'][] }) {
             event.target.value = '';
           }}
         />
-      </div>
+      </fieldset>
       {uploads.length > 0 && (
         <ul className="uploads" aria-label="Uploads">
           {uploads.map((upload) => (
