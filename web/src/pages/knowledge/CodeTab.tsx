@@ -178,10 +178,10 @@ function SearchCode({ projects }: { projects: Project[] }) {
       ),
   });
   return (
-    <section aria-labelledby="code-search-heading">
+    <section className="section-title" aria-labelledby="code-search-heading">
       <h3 id="code-search-heading">Search symbols</h3>
       <form
-        className="row"
+        className="row bottom"
         aria-label="Search symbols"
         onSubmit={(event) => {
           event.preventDefault();
@@ -324,7 +324,7 @@ export function CodeTab() {
           You can search the code projects; indexing and deleting them needs the member role.
         </p>
       )}
-      <h3>Projects</h3>
+      <h3 className="section-title">Projects</h3>
       <ProblemAlert error={remove.error} title="The project was not deleted" />
       <ProblemAlert error={projects.error} />
       {projects.isPending && <Loading what="code projects" />}
