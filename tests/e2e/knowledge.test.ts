@@ -9,7 +9,7 @@ import {
   signIn,
   startConsole,
 } from '../helpers/console.ts';
-import { buildCredential } from '../helpers/factories.ts';
+import { buildCredential, buildMember } from '../helpers/factories.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
 
 /**
@@ -170,6 +170,28 @@ describe('the knowledge pages', () => {
     expect(await symbols.textContent()).toContain('1 caller(s)');
     await expectAccessible(page);
     await shot(page, 'knowledge-code-light');
+    await context.close();
+  });
+
+  it('offers a viewer reading and searching only, and says so', async () => {
+    const viewer = await buildMember(harness.t, harness.t.owner, { role: 'viewer' });
+    const context = await harness.context();
+    const page = await context.newPage();
+    // Signed in with the viewer's token (as signIn's token path does; its label lookup also
+    // matches the form named after it).
+    await page.goto('/knowledge/documents');
+    await page.getByRole('textbox', { name: 'Access token' }).fill(viewer.token);
+    await page.getByRole('button', { name: 'Sign in with token' }).click();
+    await expect
+      .poll(() => page.getByText(/uploading and deleting them needs the member role/).isVisible())
+      .toBe(true);
+    expect(await page.getByLabel('Files to upload').count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^Delete / }).count()).toBe(0);
+    await page.getByRole('navigation', { name: 'Knowledge' }).getByRole('link', { name: 'Sources' }).click();
+    await expect
+      .poll(() => page.getByText(/creating, indexing and deleting them needs the member role/).isVisible())
+      .toBe(true);
+    expect(await page.getByRole('button', { name: 'New source' }).count()).toBe(0);
     await context.close();
   });
 });
