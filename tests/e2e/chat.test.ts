@@ -9,6 +9,7 @@ import {
   startConsole,
 } from '../helpers/console.ts';
 import { buildAgent, buildCredential } from '../helpers/factories.ts';
+import { settledDocument, upload } from '../helpers/knowledge.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
 
 /**
@@ -120,6 +121,57 @@ describe('the chat page', () => {
     // On a phone-sized screen the list sits above the conversation; nothing sticks out.
     await page.setViewportSize({ width: 390, height: 844 });
     await expect.poll(() => overflowingElements(page)).toEqual([]);
+    await expectAccessible(page);
+    await context.close();
+  });
+
+  it('shows an agent’s tool calls and the knowledge passages an answer cites, inline', async () => {
+    const { t } = harness;
+    llm.reset();
+    await buildAgent(t, t.owner, {
+      name: 'Librarian',
+      model: { provider: 'loop', name: 'agent-model' },
+      tools: [{ name: 'knowledge_search' }],
+    });
+    llm.reply(
+      { type: 'tool_calls', calls: [{ id: 'call_k', name: 'knowledge_search', input: { query: 'kelp' } }] },
+      { type: 'text', text: ['The library ', 'has nothing on kelp.'] },
+    );
+    const context = await harness.context();
+    const page = await context.newPage();
+    await signIn(page, '/chat');
+    await page.getByLabel('Agent', { exact: true }).selectOption({ label: 'Librarian' });
+    await page.getByLabel('Message', { exact: true }).fill('Anything on kelp?');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const messages = page.getByRole('list', { name: 'Messages' });
+    await expect
+      .poll(() => messages.textContent(), { timeout: 20_000 })
+      .toContain('The library has nothing on kelp.');
+    const calls = messages.getByRole('list', { name: 'Tool calls' });
+    expect(await calls.textContent()).toContain('Tool knowledge_search');
+    await calls.getByText('Tool knowledge_search').click();
+    expect(await calls.textContent()).toContain('"query": "kelp"');
+
+    // In a workspace with no model provider, the built-in local provider quotes the knowledge.
+    const glaciers = await t.newWorkspace(t.owner.userId);
+    const guide = await upload(t, glaciers, {
+      name: 'glacier-guide.md',
+      content:
+        '# Glacier field guide\n\n## Crevasse rescue\n\nA pulley system lifts a climber out of a crevasse; anchor it with a buried axe.\n',
+    });
+    expect(guide.statusCode, guide.body).toBe(201);
+    expect((await settledDocument(t, glaciers, guide.json().id)).status).toBe('processed');
+    await page.reload();
+    await page
+      .getByLabel('Workspace', { exact: true })
+      .selectOption({ label: `${t.owner.userId} workspace` });
+    await navigate(page, 'Chat');
+    await expect.poll(() => page.getByText('No conversations yet.').isVisible()).toBe(true);
+    await page.getByLabel('Message', { exact: true }).fill('How do I rescue someone from a crevasse?');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const cited = page.getByRole('list', { name: 'Sources cited' });
+    await expect.poll(() => cited.textContent(), { timeout: 20_000 }).toContain('[1] Glacier field guide');
+    expect(await cited.textContent()).toContain('Crevasse rescue');
     await expectAccessible(page);
     await context.close();
   });

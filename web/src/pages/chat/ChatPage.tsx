@@ -246,10 +246,14 @@ export default function ChatPage() {
     enabled: !id,
   });
 
-  // Another conversation: whatever was being answered here is no longer shown.
+  // The conversation shown now (the page's own move to a new conversation's address happens
+  // once its answer has ended).
+  const shown = useRef(id);
+  shown.current = id;
+  // Another conversation opened: an answer still streaming here is stopped, and no longer shown.
   // biome-ignore lint/correctness/useExhaustiveDependencies: reset when the conversation changes
   useEffect(() => {
-    if (controller.current) return;
+    controller.current?.abort();
     setTurn(undefined);
     setSendError(undefined);
   }, [id]);
@@ -369,8 +373,11 @@ export default function ChatPage() {
         queryFn: () => readHistory(conversationId as string),
         staleTime: 0,
       });
-      if (conversationId !== id) navigate(`/chat/${conversationId}`, { replace: !id });
-      setTurn(undefined);
+      // Still on the page it was sent from: a new conversation takes its address.
+      const stayed = shown.current === id;
+      if (stayed && conversationId !== id) navigate(`/chat/${conversationId}`, { replace: !id });
+      // Unless another message is already being answered, the history now shows this turn.
+      if (!controller.current) setTurn(undefined);
     }
   }
 
