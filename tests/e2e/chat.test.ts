@@ -74,6 +74,7 @@ describe('the chat page', () => {
       .toContain('Tide pools are rocky hollows the sea refills.');
     await expect.poll(() => page.url()).toMatch(/\/chat\/[0-9a-f-]{36}$/);
     await expect.poll(() => messages.textContent()).toContain('loop / agent-model');
+    await expect.poll(() => page.getByRole('link', { name: 'Tide expert' }).isVisible()).toBe(true);
     expect(await page.getByRole('button', { name: 'Stop' }).isDisabled()).toBe(true);
     const list = page.getByRole('navigation', { name: 'Conversations' });
     await expect.poll(() => list.getByRole('link', { name: 'What is a tide pool?' }).isVisible()).toBe(true);

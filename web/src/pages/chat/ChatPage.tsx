@@ -243,7 +243,6 @@ export default function ChatPage() {
   const agents = useQuery({
     queryKey: ['agents', 'for-chat'],
     queryFn: () => unwrap(api.GET('/api/agents', { params: { query: { limit: 100 } } })),
-    enabled: !id,
   });
 
   // The conversation shown now (the page's own move to a new conversation's address happens
@@ -394,6 +393,15 @@ export default function ChatPage() {
         <ConversationList current={id} />
         <section className="chat-main" aria-labelledby="conversation-heading">
           <h2 id="conversation-heading">{title}</h2>
+          {conversation.data?.agent_id && (
+            <p className="muted">
+              With{' '}
+              <Link to={`/agents/${conversation.data.agent_id}`}>
+                {agents.data?.items.find((agent) => agent.id === conversation.data?.agent_id)?.name ??
+                  'its agent'}
+              </Link>
+            </p>
+          )}
           {id && conversation.isPending && <Loading what="the conversation" />}
           {notFound ? (
             <p>
