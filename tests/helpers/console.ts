@@ -68,3 +68,21 @@ export async function expectAccessible(page: Page): Promise<void> {
 /** Writes docs/screenshots/<name>.png (the README shows some of them). */
 export const screenshot = (page: Page, name: string) =>
   page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+
+/**
+ * The elements sticking out of the page's width (a wide table scrolling inside its own frame,
+ * `.table-wrap`, does not count): none on a phone-sized screen.
+ */
+export function overflowingElements(page: Page): Promise<string[]> {
+  // Runs in the page (the DOM's types are not this project's).
+  return page.evaluate(() => {
+    const { document, innerWidth } = globalThis as any;
+    return [...document.querySelectorAll('body *')]
+      .filter(
+        (element: any) =>
+          element.getBoundingClientRect().right > innerWidth + 1 && !element.closest('.table-wrap'),
+      )
+      .map((element: any) => `${element.tagName}.${element.className}`)
+      .slice(0, 5);
+  });
+}

@@ -28,6 +28,8 @@ export const routes: RouteObject[] = [
       { path: 'playbooks/:id', lazy: page(() => import('../pages/playbooks/PlaybookPage.tsx')) },
       { path: 'policies', lazy: page(() => import('../pages/policies/PolicyList.tsx')) },
       { path: 'policies/:id', lazy: page(() => import('../pages/policies/PolicyPage.tsx')) },
+      { path: 'chat/:id?', lazy: page(() => import('../pages/chat/ChatPage.tsx')) },
+      { path: 'knowledge/:tab?', lazy: page(() => import('../pages/knowledge/KnowledgePage.tsx')) },
       { path: '*', lazy: page(() => import('../pages/NotFound.tsx')) },
     ],
   },
