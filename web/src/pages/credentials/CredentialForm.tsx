@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
-import { api, type Schemas, unwrap } from '../../api/client.ts';
+import { ApiError, api, type Schemas, unwrap } from '../../api/client.ts';
 import { useWorkspace } from '../../app/workspace.tsx';
 import { Field } from '../../ui/Field.tsx';
 import { fromLocalInput, splitList, toLocalInput } from '../../ui/format.ts';
@@ -95,6 +95,19 @@ function CredentialEditor({
     },
   });
 
+  // Each entry's error names its index (body.allowed_hosts.2): all are shown under the one input.
+  const hostErrors =
+    save.error instanceof ApiError
+      ? save.error.problem.errors
+          ?.filter((error) => error.field.startsWith('body.allowed_hosts'))
+          .map((error) => {
+            const index = Number(error.field.split('.')[2]);
+            const entry = Number.isInteger(index) ? splitList(hosts)[index] : undefined;
+            return entry ? `${entry}: ${error.message}` : error.message;
+          })
+          .join('; ') || undefined
+      : undefined;
+
   const submit = (event: FormEvent) => {
     event.preventDefault();
     save.mutate();
@@ -112,7 +125,7 @@ function CredentialEditor({
       <form className="narrow" onSubmit={submit}>
         <ProblemAlert error={save.error} title="The credential was not saved" />
         {credential ? (
-          <p className="muted">Type: {credential.credential_type}</p>
+          <p className="muted">Type: {type?.display_name ?? credential.credential_type}</p>
         ) : (
           <Field
             label="Type"
@@ -203,15 +216,24 @@ function CredentialEditor({
           )}
         </Field>
         {can('admin') && (
-          <Field
-            label="Allowed hosts"
-            operation={operation}
-            name="allowed_hosts"
-            error={save.error}
-            hint="Where tools may send the secrets, separated by commas. Empty: the test URL's host"
-          >
-            {(props) => <input {...props} value={hosts} onChange={(event) => setHosts(event.target.value)} />}
-          </Field>
+          <div className="field">
+            <label htmlFor="credential-hosts">Allowed hosts</label>
+            <input
+              id="credential-hosts"
+              value={hosts}
+              onChange={(event) => setHosts(event.target.value)}
+              aria-invalid={Boolean(hostErrors)}
+              aria-describedby={`credential-hosts-hint${hostErrors ? ' credential-hosts-error' : ''}`}
+            />
+            <div className="hint" id="credential-hosts-hint">
+              Where tools may send the secrets, separated by commas. Empty: the test URL’s host
+            </div>
+            {hostErrors && (
+              <div className="error" id="credential-hosts-error">
+                {hostErrors}
+              </div>
+            )}
+          </div>
         )}
         {credential && (
           <div className="field toggle">

@@ -33,6 +33,8 @@ export default function CredentialList() {
       ),
     placeholderData: keepPreviousData,
   });
+  const typeName = (name: string) =>
+    types.data?.items.find((item) => item.name === name)?.display_name ?? name;
   const filtered = Boolean(list.q || type || environment || expired);
 
   return (
@@ -128,7 +130,7 @@ export default function CredentialList() {
                     {credential.tags.length > 0 && <div className="muted">{credential.tags.join(', ')}</div>}
                     {!credential.is_active && <Badge value="Inactive" tone="neutral" />}
                   </td>
-                  <td>{credential.credential_type}</td>
+                  <td>{typeName(credential.credential_type)}</td>
                   <td>{credential.environment}</td>
                   <td>
                     {credential.test_status ? (

@@ -63,7 +63,8 @@ export default function CredentialPage() {
   if (credential.isPending) return <Loading what="the credential" />;
   if (!credential.data) return <ProblemAlert error={credential.error} />;
   const c = credential.data;
-  const fields = types.data?.items.find((type) => type.id === c.credential_type_id)?.schema_definition ?? [];
+  const type = types.data?.items.find((item) => item.id === c.credential_type_id);
+  const fields = type?.schema_definition ?? [];
   const shown = fields.filter((field) => !isSecret(field));
   const secrets = fields.filter((field) => field.type === 'password');
 
@@ -95,7 +96,7 @@ export default function CredentialPage() {
           <h2 id="credential-details">Details</h2>
           <dl className="facts">
             <dt>Type</dt>
-            <dd>{c.credential_type}</dd>
+            <dd>{type?.display_name ?? c.credential_type}</dd>
             <dt>Environment</dt>
             <dd>{c.environment}</dd>
             <dt>Tags</dt>

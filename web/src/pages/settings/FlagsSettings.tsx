@@ -96,9 +96,9 @@ export function FlagsSettings() {
                           onChange={() => toggle.mutate(flag)}
                         />
                         <label htmlFor={`flag-${flag.key}`}>
-                          <span className="visually-hidden">{flag.key} </span>
-                          {flag.enabled ? 'on' : 'off'}
+                          <span className="visually-hidden">Enable {flag.key}</span>
                         </label>
+                        <span aria-hidden="true">{flag.enabled ? 'on' : 'off'}</span>
                       </span>
                     ) : (
                       <Badge value={flag.enabled ? 'on' : 'off'} tone={flag.enabled ? 'ok' : 'neutral'} />
