@@ -232,6 +232,7 @@ function ProvidersForm({ settings }: { settings: Settings }) {
               <Input
                 id={`${key}-url`}
                 label="Base URL"
+                wide
                 type="url"
                 value={value.base_url}
                 error={fieldError(`providers.${index}.base_url`)}
@@ -442,6 +443,7 @@ function Input({
   onChange,
   error,
   type = 'text',
+  wide = false,
   ...rest
 }: {
   id: string;
@@ -450,12 +452,13 @@ function Input({
   onChange: (value: string) => void;
   error?: string | undefined;
   type?: string;
+  wide?: boolean;
   required?: boolean;
   list?: string;
   step?: string;
 }) {
   return (
-    <div className="field">
+    <div className={wide ? 'field wide' : 'field'}>
       <label htmlFor={id}>{label}</label>
       <input
         id={id}

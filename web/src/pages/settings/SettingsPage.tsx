@@ -1,4 +1,4 @@
-import { NavLink, useParams } from 'react-router';
+import { Link, useParams } from 'react-router';
 import NotFound from '../NotFound.tsx';
 import { ApiKeysSettings } from './ApiKeysSettings.tsx';
 import { AuditSettings } from './AuditSettings.tsx';
@@ -33,12 +33,12 @@ export default function SettingsPage() {
         <ul>
           {SECTIONS.map((item) => (
             <li key={item.path}>
-              <NavLink
+              <Link
                 to={`/settings/${item.path}`}
                 aria-current={item.path === current.path ? 'page' : undefined}
               >
                 {item.label}
-              </NavLink>
+              </Link>
             </li>
           ))}
         </ul>
