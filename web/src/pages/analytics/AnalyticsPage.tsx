@@ -78,7 +78,11 @@ export default function AnalyticsPage() {
   return (
     <>
       <h1>Analytics</h1>
-      <form className="row filters" aria-label="Range" onSubmit={(event) => event.preventDefault()}>
+      <form
+        className="row filters range"
+        aria-label="Time range"
+        onSubmit={(event) => event.preventDefault()}
+      >
         <div className="field">
           <label htmlFor="analytics-range">Range</label>
           <select

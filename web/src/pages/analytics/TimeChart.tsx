@@ -9,6 +9,11 @@ export interface ChartSeries {
   color: string;
 }
 
+// Axis and legend times in the browser's zone and locale: hours within a day, dates across days.
+const hourLabel = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+const dayLabel = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+const fullLabel = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
 const cssColor = (variable: string) =>
   getComputedStyle(document.documentElement).getPropertyValue(variable).trim() || '#888';
 
@@ -43,7 +48,11 @@ export function TimeChart({
         width: width(),
         height: 220,
         series: [
-          {},
+          {
+            label: 'Time',
+            value: (_self: uPlot, value: number | null) =>
+              value === null ? '—' : fullLabel.format(value * 1000),
+          },
           ...series.map((item) => ({
             label: item.label,
             stroke: cssColor(item.color),
@@ -52,7 +61,16 @@ export function TimeChart({
             value: (_self: uPlot, value: number | null) => (value === null ? '—' : format(value)),
           })),
         ],
-        axes: [axis, { ...axis, size: 70, values: (_self, ticks) => ticks.map((tick) => format(tick)) }],
+        axes: [
+          {
+            ...axis,
+            values: (_self, ticks) => {
+              const span = (ticks.at(-1) ?? 0) - (ticks[0] ?? 0);
+              return ticks.map((tick) => (span <= 2 * 86_400 ? hourLabel : dayLabel).format(tick * 1000));
+            },
+          },
+          { ...axis, size: 70, values: (_self, ticks) => ticks.map((tick) => format(tick)) },
+        ],
         scales: { y: { range: (_self, min, max) => [Math.min(0, min), max > 0 ? max * 1.1 : 1] } },
         cursor: { drag: { x: false, y: false } },
       },
