@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ConsoleHarness,
@@ -30,6 +31,19 @@ afterAll(async () => {
   await llm?.close();
   await harness?.close();
 });
+
+/** The elements that stick out of the screen, outside a scrolling table frame. */
+const overflowing = (page: Page): Promise<string[]> =>
+  page.evaluate(() => {
+    const { document, innerWidth } = globalThis as any;
+    return [...document.querySelectorAll('body *')]
+      .filter(
+        (element: any) =>
+          element.getBoundingClientRect().right > innerWidth + 1 && !element.closest('.table-wrap'),
+      )
+      .map((element: any) => `${element.tagName}.${element.className}`)
+      .slice(0, 5);
+  });
 
 describe('settings', () => {
   it('lets the owner change a feature flag, CORS, providers, members and API keys, and export the audit trail', async () => {
@@ -181,12 +195,26 @@ describe('settings', () => {
     expect(await page.getByRole('main').getByRole('combobox').count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Add member' }).count()).toBe(0);
 
+    await sections.getByRole('link', { name: 'CORS' }).click();
+    await expect
+      .poll(() => page.getByRole('note').textContent())
+      .toContain('Read-only: needs a platform operator');
+    expect(await page.getByRole('button', { name: 'Save CORS policy' }).count()).toBe(0);
+
     for (const section of ['API keys', 'Audit', 'Vault']) {
       await sections.getByRole('link', { name: section }).click();
       await expect.poll(() => page.getByRole('note').textContent()).toContain(readOnly);
     }
     expect(await page.getByRole('switch', { name: 'Refuse private networks' }).isDisabled()).toBe(true);
     await expectAccessible(page);
+
+    // On a phone-sized screen nothing sticks out of the page (wide tables scroll in their frame).
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const section of ['Members', 'Providers']) {
+      await sections.getByRole('link', { name: section }).click();
+      await expect.poll(() => page.getByRole('note').isVisible()).toBe(true);
+      expect(await overflowing(page)).toEqual([]);
+    }
     await context.close();
   });
 });

@@ -1,9 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api, unwrap } from '../../api/client.ts';
+import { useWorkspace } from '../../app/workspace.tsx';
 import { Field } from '../../ui/Field.tsx';
 import { formatTime } from '../../ui/format.ts';
 import { Loading, ProblemAlert } from '../../ui/states.tsx';
+import { ReadOnly } from './ReadOnly.tsx';
 
 type Cors = NonNullable<Awaited<ReturnType<typeof loadCors>>>;
 type Method = Cors['methods'][number];
@@ -21,6 +23,7 @@ const lines = (text: string) =>
  * shown beside the form.
  */
 export function CorsSettings() {
+  const { can } = useWorkspace();
   const cors = useQuery({ queryKey: ['cors'], queryFn: loadCors });
   return (
     <section aria-labelledby="cors-heading">
@@ -31,7 +34,15 @@ export function CorsSettings() {
       </p>
       <ProblemAlert error={cors.error} />
       {cors.isPending && <Loading what="the CORS policy" />}
-      {cors.data && <CorsForm cors={cors.data} />}
+      {cors.data &&
+        (can('admin') ? (
+          <CorsForm cors={cors.data} />
+        ) : (
+          <>
+            <ReadOnly needs="a platform operator (PLATFORM_ADMIN_USERS)" />
+            <CorsView cors={cors.data} />
+          </>
+        ))}
     </section>
   );
 }
@@ -152,5 +163,28 @@ function CorsForm({ cors }: { cors: Cors }) {
         Save CORS policy
       </button>
     </form>
+  );
+}
+
+function CorsView({ cors }: { cors: Cors }) {
+  return (
+    <div className="card narrow">
+      <dl className="facts">
+        <dt>Allowed origins</dt>
+        <dd>{cors.origins.length ? cors.origins.join(', ') : 'none'}</dd>
+        <dt>Methods</dt>
+        <dd>{cors.methods.join(', ')}</dd>
+        <dt>Allowed headers</dt>
+        <dd>{cors.headers.join(', ') || '—'}</dd>
+        <dt>Exposed headers</dt>
+        <dd>{cors.exposed_headers.join(', ') || '—'}</dd>
+        <dt>Credentials</dt>
+        <dd>{cors.credentials ? 'allowed' : 'not allowed'}</dd>
+        <dt>Max age</dt>
+        <dd>{cors.max_age} s</dd>
+        <dt>Changed</dt>
+        <dd>{cors.updated_at ? `${formatTime(cors.updated_at)} by ${cors.updated_by ?? '—'}` : 'never'}</dd>
+      </dl>
+    </div>
   );
 }
