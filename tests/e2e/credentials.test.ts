@@ -82,6 +82,7 @@ describe('credentials', () => {
     await page.getByLabel('Environment', { exact: true }).fill('staging');
     await page.getByLabel('Tags', { exact: true }).fill('warehouse, reporting');
     await expectAccessible(page);
+    await shot(page, 'credential-form-light');
     await page.getByRole('button', { name: 'Create credential' }).click();
 
     await expect
@@ -99,6 +100,7 @@ describe('credentials', () => {
     const result = page.getByRole('region', { name: 'Connection test' });
     await expect.poll(() => result.textContent(), { timeout: 20_000 }).toContain('Passed');
     expect(await result.textContent()).toMatch(/Tested.*\d/);
+    await shot(page, 'credential-light');
     // The audit log, newest first: the test (the secret read for it, then its result) after the creation.
     const log = page.getByRole('table', { name: 'Audit log of the credential' });
     await expect.poll(() => log.getByRole('row').nth(1).textContent()).toContain('tested');
@@ -142,7 +144,7 @@ describe('credentials', () => {
     await context.close();
   });
 
-  it('shows the API’s error under the field it names, and pages the audit log', async () => {
+  it('shows the API’s error under the field it names, pages the audit log, and deletes after asking', async () => {
     const credential = await buildCredential(t, t.owner, { name: 'Busy database' });
     // More audit records than one page: each test reads the secret (accessed) and records its result.
     for (let i = 0; i < 12; i += 1) await t.call(t.owner, 'POST', `/api/credentials/${credential.id}/test`);
