@@ -44,7 +44,7 @@ export async function startConsole(
 export async function signIn(page: Page, at = '/', as?: { token: string }): Promise<void> {
   await page.goto(at);
   if (as) {
-    await page.getByLabel('Access token').fill(as.token);
+    await page.getByLabel('Access token', { exact: true }).fill(as.token);
     await page.getByRole('button', { name: 'Sign in with token' }).click();
   } else {
     await page.getByRole('button', { name: 'Sign in as developer' }).click();

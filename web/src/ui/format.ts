@@ -23,3 +23,22 @@ export function formatPercent(ratio: number | null | undefined, digits = 1): str
 }
 
 export const formatNumber = (value: number) => new Intl.NumberFormat().format(value);
+
+/** An ISO time as a `datetime-local` input's value, in the browser's zone. */
+export function toLocalInput(iso: string | null | undefined): string {
+  if (!iso) return '';
+  const date = new Date(iso);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
+
+/** A `datetime-local` input's value (the browser's zone) as an ISO time; empty stays null. */
+export const fromLocalInput = (value: string): string | null =>
+  value ? new Date(value).toISOString() : null;
+
+/** "a, b, c" as a list, without empty entries. */
+export const splitList = (value: string): string[] =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
