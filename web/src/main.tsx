@@ -2,7 +2,7 @@ import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@ta
 import { StrictMode, useSyncExternalStore } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createBrowserRouter, RouterProvider } from 'react-router';
-import { ApiError } from './api/client.ts';
+import { ApiError, api, unwrap } from './api/client.ts';
 import { routes } from './app/routes.tsx';
 import { SignIn } from './auth/SignIn.tsx';
 import { sessionStore } from './auth/session.ts';
@@ -22,6 +22,13 @@ const queryClient = new QueryClient({
 });
 
 const router = createBrowserRouter(routes);
+
+/** A session signed in at the identity provider keeps renewing its token after a reload. */
+if (sessionStore.get()?.via === 'oidc') {
+  void Promise.all([import('./auth/oidc.ts'), unwrap(api.GET('/api/auth/settings'))])
+    .then(([oidc, settings]) => oidc.resumeProviderSession(settings))
+    .catch(() => undefined);
+}
 
 function App() {
   const session = useSyncExternalStore(sessionStore.subscribe, sessionStore.get);

@@ -76,8 +76,11 @@ export function Shell() {
             <button
               type="button"
               onClick={() => {
+                const via = sessionStore.get()?.via;
                 queryClient.clear();
                 sessionStore.end('You signed out.');
+                if (via === 'oidc')
+                  void import('../auth/oidc.ts').then((oidc) => oidc.forgetProviderSession());
               }}
             >
               Sign out

@@ -44,6 +44,17 @@ export async function completeSignIn(settings: Settings): Promise<string> {
   return state?.returnTo?.startsWith('/') ? state.returnTo : '/';
 }
 
-export async function signOutOfProvider(settings: Settings): Promise<void> {
-  await managerFor(settings).removeUser();
+/**
+ * After a reload: the provider's user (in sessionStorage) is loaded again, so its renewal is
+ * scheduled again before the access token expires.
+ */
+export async function resumeProviderSession(settings: Settings): Promise<void> {
+  const user = await managerFor(settings).getUser();
+  if (!user || user.expired) sessionStore.end('Your session expired. Sign in again.');
+}
+
+/** Forgets the provider's tokens kept in this tab (sign-out); the provider's own session is its own. */
+export function forgetProviderSession(): void {
+  void manager?.removeUser();
+  for (const key of Object.keys(sessionStorage)) if (key.startsWith('oidc.')) sessionStorage.removeItem(key);
 }
