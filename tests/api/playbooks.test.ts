@@ -409,6 +409,15 @@ describe('attached playbooks', () => {
 
     const listed = (await t.call(dave, 'GET', `/api/playbooks/${playbook.id}/attachments`)).json();
     expect(listed.attachments).toEqual([expect.objectContaining({ agent_id: fixer.id, triggers: 1 })]);
+    // An agent's playbooks: the one attached to the fixer, none for the scout, nothing of another workspace.
+    const ofFixer = (await t.call(dave, 'GET', `/api/playbooks?agent_id=${fixer.id}`)).json();
+    expect(ofFixer.items.map((item: { id: string }) => item.id)).toEqual([playbook.id]);
+    expect(ofFixer.total).toBe(1);
+    expect((await t.call(dave, 'GET', `/api/playbooks?agent_id=${scout.id}`)).json().total).toBe(0);
+    expect((await t.call(bob, 'GET', `/api/playbooks?agent_id=${fixer.id}`)).json().total).toBe(0);
+    const badAgent = await t.call(dave, 'GET', '/api/playbooks?agent_id=nope');
+    expect(badAgent.statusCode).toBe(400);
+    expect(badAgent.json().errors[0].field).toBe('query.agent_id');
 
     const detached = await t.call(dave, 'POST', '/api/playbooks/detach', { playbook_id: playbook.id });
     expect(detached.json()).toEqual({ playbook_id: playbook.id, detached: 1 });

@@ -183,6 +183,21 @@ describe('playbooks', () => {
     await page.getByRole('button', { name: 'Detach from Guide Reviewer' }).click();
     await expect.poll(() => page.getByText('Not attached to any agent.').isVisible()).toBe(true);
 
+    // The same from the agent's side: its page attaches a playbook, lists it and detaches it.
+    await page.goto(`/agents/${writer.id}`);
+    await page.getByLabel('Playbook', { exact: true }).selectOption({ index: 1 });
+    await page.getByLabel('Mode', { exact: true }).selectOption('auto');
+    await page.getByRole('button', { name: 'Attach playbook' }).click();
+    const ofAgent = page.getByRole('list', { name: 'Attached playbooks' });
+    await expect.poll(() => ofAgent.getByRole('link').count()).toBe(1);
+    expect((await t.call(t.owner, 'GET', `/api/playbooks?agent_id=${writer.id}`)).json().items[0].id).toBe(
+      playbookId,
+    );
+    await expectAccessible(page);
+    await ofAgent.getByRole('button').click();
+    await expect.poll(() => page.getByText('No playbook is attached to this agent.').isVisible()).toBe(true);
+    await page.goto(playbookUrl);
+
     // Archive: hidden from the list unless archived ones are shown; unarchive from its page.
     await page.getByRole('button', { name: 'Archive playbook' }).click();
     await expect.poll(() => page.getByRole('button', { name: 'Unarchive playbook' }).isVisible()).toBe(true);

@@ -50,6 +50,8 @@ export interface PlaybookFilter {
   category?: string;
   confidence?: ConfidenceBandFilter;
   include_archived?: boolean;
+  /** Only those attached to this agent. */
+  agent_id?: string;
   limit: number;
   offset: number;
 }
@@ -262,6 +264,17 @@ export function createPlaybooksRepository(db: Db) {
       if (filter.category)
         conditions.push(eq(playbooks.category, filter.category as PlaybookRow['category'] & string));
       if (filter.confidence) conditions.push(bandCondition(filter.confidence));
+      if (filter.agent_id) {
+        conditions.push(
+          inArray(
+            playbooks.id,
+            db
+              .select({ id: playbookAttachments.playbook_id })
+              .from(playbookAttachments)
+              .where(eq(playbookAttachments.agent_id, filter.agent_id)),
+          ),
+        );
+      }
       const where = and(...conditions);
       const rows = await db
         .select({ ...withUsage, total: totalCount() })

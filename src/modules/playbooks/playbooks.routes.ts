@@ -38,7 +38,7 @@ export const playbooksRoutes: FastifyPluginAsyncTypebox<{ playbooks: PlaybooksSe
         tags,
         summary: 'List playbooks',
         description:
-          'Playbooks of the current workspace (or of every workspace of `tenant_id` you belong to), best quality first. Archived ones are hidden unless `include_archived`. Filters: category, confidence band (high > 90 %, medium 70–90 %, low < 70 %).',
+          'Playbooks of the current workspace (or of every workspace of `tenant_id` you belong to), best quality first. Archived ones are hidden unless `include_archived`. Filters: category, confidence band (high > 90 %, medium 70–90 %, low < 70 %), and `agent_id` for the playbooks attached to one agent.',
         querystring: ListPlaybooksQuery,
         response: { 200: Json('A page of playbooks', PlaybookPage) },
       },

@@ -73,6 +73,7 @@ export const ListPlaybooksQuery = Type.Object({
   category: Type.Optional(CategorySchema),
   confidence: Type.Optional(ConfidenceBandSchema),
   include_archived: Type.Boolean({ default: false }),
+  agent_id: Type.Optional(Uuid({ description: 'only the playbooks attached to this agent' })),
   ...PageQuery,
 });
 

@@ -7,6 +7,7 @@ import { ConfirmButton } from '../../ui/ConfirmButton.tsx';
 import { formatCost, formatDuration, formatPercent, formatTime } from '../../ui/format.ts';
 import { Empty, isNotFound, Loading, ProblemAlert } from '../../ui/states.tsx';
 import { RunTable } from '../runs/RunTable.tsx';
+import { AgentPlaybooks } from './AgentPlaybooks.tsx';
 
 export default function AgentPage() {
   const { id = '' } = useParams();
@@ -120,6 +121,7 @@ export default function AgentPage() {
           </dl>
         )}
       </section>
+      <AgentPlaybooks agentId={a.id} canEdit={can('member')} />
       <section aria-labelledby="agent-runs">
         <h2 id="agent-runs">Recent runs</h2>
         <ProblemAlert error={runs.error} />
