@@ -15,8 +15,8 @@ import { type BuiltPartition, createPostingsCache, type PostingsCacheOptions } f
 import {
   averageLength,
   BM25_DEFAULTS,
-  bestScoreByDocument,
   type Bm25Parameters,
+  bestScoreByDocument,
   type CollapsedDocument,
   type CorpusStats,
   collapseByDocument,
@@ -539,7 +539,10 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     const keywordBest = bestScoreByDocument(keyword, ids);
     const vectorBest = bestScoreByDocument(vector, ids);
     return new Map(
-      [...ids].map((id) => [id, { keyword: keywordBest.get(id) ?? null, vector: vectorBest.get(id) ?? null }]),
+      [...ids].map((id) => [
+        id,
+        { keyword: keywordBest.get(id) ?? null, vector: vectorBest.get(id) ?? null },
+      ]),
     );
   }
 
