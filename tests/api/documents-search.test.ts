@@ -157,6 +157,9 @@ describe('POST /api/documents/search', () => {
     expect(first.highlights).toHaveLength(1);
     expect(first.highlights[0].heading_path).toEqual(['Tomatoes', 'Planting']);
     expect(first.highlights[0].score).toBeLessThan(first.score);
+    // Keyword mode: the BM25 part is the score; no vector arm ran.
+    expect(first.scores).toEqual({ keyword: first.score, vector: null });
+    expect(first.scores.keyword).toBeGreaterThan(0);
     expect(body.results.map((r: { document: { id: string } }) => r.document.id)).toEqual([ids[0]]);
   });
 
@@ -323,17 +326,39 @@ describe('POST /api/documents/search', () => {
       expect(vector.results[0].document.id).toBe(ids[1]);
       expect(vector.results[0].score).toBeGreaterThan(0.5);
       expect(vector.results[0].score).toBeLessThanOrEqual(1.000001);
+      // Vector mode: the cosine part is the score of every hit; no keyword arm ran.
+      for (const hit of vector.results) expect(hit.scores).toEqual({ keyword: null, vector: hit.score });
+      const keyword = (await search(actor, { query: 'dogs fetch sticks', mode: 'keyword' })).json();
+      expect(keyword.results.map((r: { document: { id: string } }) => r.document.id)).toEqual([ids[1]]);
+      expect(keyword.results[0].scores).toEqual({ keyword: keyword.results[0].score, vector: null });
 
       const hybrid = (await search(actor, { query: 'dogs fetch sticks' })).json();
       expect(hybrid.mode).toBe('hybrid');
       expect(hybrid.results[0].document.id).toBe(ids[1]);
       // First in both arms: the fused score's top, 1.
       expect(hybrid.results[0].score).toBeCloseTo(1, 6);
+      // Found by both arms: each part as that arm scored it on its own, before the fusion.
+      const dogs = hybrid.results[0].scores;
+      expect(typeof dogs.keyword).toBe('number');
+      expect(typeof dogs.vector).toBe('number');
+      expect(dogs.keyword).toBeCloseTo(keyword.results[0].score, 9);
+      expect(dogs.vector).toBeCloseTo(vector.results[0].score, 9);
+      // Found by the vector arm only: no keyword part.
+      const others = hybrid.results.slice(1);
+      expect(others.length).toBeGreaterThan(0);
+      for (const hit of others) {
+        expect(hit.scores.keyword).toBeNull();
+        expect(typeof hit.scores.vector).toBe('number');
+        expect(hit.scores.vector).toBeGreaterThanOrEqual(-1);
+        expect(hit.scores.vector).toBeLessThanOrEqual(1.000001);
+      }
       // Only the vector arm found the others: weight it out and they score 0.
       const keywordOnly = (
         await search(actor, { query: 'dogs fetch sticks', weights: { vector: 0 } })
       ).json();
       expect(keywordOnly.results.map((r: { document: { id: string } }) => r.document.id)).toEqual([ids[1]]);
+      // An arm weighted 0 is not run: its part is null.
+      expect(keywordOnly.results[0].scores).toEqual({ keyword: dogs.keyword, vector: null });
       // The query's embedding is cached: the same query again calls no provider.
       const before = embeddingServer.embeddingRequests().length;
       await search(actor, { query: 'dogs fetch sticks', mode: 'vector' });

@@ -129,6 +129,10 @@ describe('the knowledge pages', () => {
 
     // Found by search: the passage, the score and its parts, the source and the tags.
     await tabs.getByRole('link', { name: 'Search' }).click();
+    const searches: string[] = [];
+    page.on('request', (request) => {
+      if (new URL(request.url()).pathname === '/api/documents/search') searches.push(request.method());
+    });
     await page.getByLabel('Query', { exact: true }).fill('hermit crabs');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     const results = page.getByRole('list', { name: 'Search results' });
@@ -142,6 +146,8 @@ describe('the knowledge pages', () => {
     expect(text).toMatch(/Score \(hybrid\)\d\.\d{4}/);
     expect(text).toMatch(/Keyword \(BM25\)\d+\.\d{3}/);
     expect(text).toMatch(/Vector \(cosine\)-?\d\.\d{3}/);
+    // The parts come with the hybrid search's own answer: one request, not one per arm.
+    expect(searches).toEqual(['POST']);
     await expectAccessible(page);
     await shot(page, 'knowledge-search-light');
     expect(errors).toEqual([]);

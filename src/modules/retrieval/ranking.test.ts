@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  bestScoreByDocument,
   bm25,
   collapseByDocument,
   essentialTerms,
@@ -108,5 +109,18 @@ describe('collapse by document', () => {
       ['a', 1, [3]],
       ['b', 2, []],
     ]);
+  });
+});
+
+describe('score parts', () => {
+  it('gives each asked document its best chunk score in an arm, whatever the order', () => {
+    const ranked = [chunk(1, 'a', 3), chunk(2, 'b', 8), chunk(3, 'a', 7), chunk(4, 'c', 6)];
+    const best = bestScoreByDocument(ranked, new Set(['a', 'b', 'd']));
+    expect([...best.entries()].sort()).toEqual([
+      ['a', 7],
+      ['b', 8],
+    ]);
+    expect(best.has('c')).toBe(false);
+    expect(best.has('d')).toBe(false);
   });
 });

@@ -180,6 +180,33 @@ export function fuseRanks(all: FusionArm[], k: number = RRF_K): RankedChunk[] {
     .map(({ order: _order, ...chunk }) => chunk);
 }
 
+/**
+ * A document's score in each arm as that arm computed it, before fusion: keyword BM25 and
+ * vector cosine similarity of its best chunk in the arm's ranking; null when the arm did not
+ * rank any of its chunks (within its depth) or was not run.
+ */
+export interface ScoreParts {
+  keyword: number | null;
+  vector: number | null;
+}
+
+/**
+ * The best score of each document in an arm's ranking, for the documents in `documentIds`
+ * only: one pass over the arm's ranked chunks (at most its depth), no further query.
+ */
+export function bestScoreByDocument(
+  ranked: RankedChunk[],
+  documentIds: ReadonlySet<string>,
+): Map<string, number> {
+  const best = new Map<string, number>();
+  for (const chunk of ranked) {
+    if (!documentIds.has(chunk.documentId)) continue;
+    const seen = best.get(chunk.documentId);
+    if (seen === undefined || chunk.score > seen) best.set(chunk.documentId, chunk.score);
+  }
+  return best;
+}
+
 /** A document's place in the results: its best chunk and the next best as highlights. */
 export interface CollapsedDocument {
   documentId: string;

@@ -84,6 +84,22 @@ export const SearchResultSchema = Type.Object({
     source: Type.Object({ id: Uuid(), name: Type.String() }),
   }),
   score: Type.Number({ description: 'the best chunk’s score, on the scale of the mode' }),
+  scores: Type.Object(
+    {
+      keyword: Type.Union([Type.Number(), Type.Null()], {
+        description:
+          'BM25 of the document’s best chunk in the keyword ranking (0 up, unbounded); null when the keyword arm did not rank any of its chunks or did not run (vector mode, or hybrid with keyword weight 0)',
+      }),
+      vector: Type.Union([Type.Number(), Type.Null()], {
+        description:
+          'cosine similarity of the query’s and the document’s best chunk’s embeddings in the vector ranking (-1 to 1); null when the vector arm did not rank any of its chunks or did not run (keyword mode, or hybrid with vector weight 0)',
+      }),
+    },
+    {
+      description:
+        'the document’s score in each arm as the ranking computed it before fusion (and before any rerank); in keyword or vector mode the part of the arm run equals `score`',
+    },
+  ),
   chunk: Type.Object({
     id: Type.Integer(),
     text: Type.String(),

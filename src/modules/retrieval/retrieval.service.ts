@@ -16,6 +16,7 @@ import {
   averageLength,
   BM25_DEFAULTS,
   type Bm25Parameters,
+  bestScoreByDocument,
   type CollapsedDocument,
   type CorpusStats,
   collapseByDocument,
@@ -23,6 +24,7 @@ import {
   firstPassTerms,
   fuseRanks,
   type RankedChunk,
+  type ScoreParts,
   type WeightedTerm,
   weighTerms,
 } from './ranking.ts';
@@ -191,6 +193,8 @@ export interface SearchResult {
     source: { id: string; name: string };
   };
   score: number;
+  /** The document's keyword (BM25) and vector (cosine) scores before fusion; null where an arm did not find it or did not run. */
+  scores: ScoreParts;
   chunk: ResultChunk;
   highlights: Array<{ chunk_id: number; text: string; heading_path: string[]; score: number }>;
 }
@@ -477,6 +481,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     exact: boolean;
     documents: CollapsedDocument[];
     details: Map<number, ChunkDetail>;
+    parts: Map<string, ScoreParts>;
   }> {
     const topK = input.top_k ?? DEFAULT_TOP_K;
     const scope: SearchScope = {
@@ -518,10 +523,34 @@ export function createRetrievalService(deps: RetrievalDependencies) {
     ]);
     const details = await reader.chunkDetails(caller.workspaceId, ids);
     const documents = await rerank(input.query, collapsed, details, signal);
-    return { mode, exact, documents, details };
+    return { mode, exact, documents, details, parts: scoreParts(collapsed, keyword, vector) };
   }
 
-  function toResult(document: CollapsedDocument, details: Map<number, ChunkDetail>): SearchResult | null {
+  /**
+   * Each returned document's score in each arm, from the arms' rankings already in memory (at
+   * most `depth` chunks each): an arm that was not run ranked nothing, so its part is null.
+   */
+  function scoreParts(
+    documents: CollapsedDocument[],
+    keyword: RankedChunk[],
+    vector: RankedChunk[],
+  ): Map<string, ScoreParts> {
+    const ids = new Set(documents.map((document) => document.documentId));
+    const keywordBest = bestScoreByDocument(keyword, ids);
+    const vectorBest = bestScoreByDocument(vector, ids);
+    return new Map(
+      [...ids].map((id) => [
+        id,
+        { keyword: keywordBest.get(id) ?? null, vector: vectorBest.get(id) ?? null },
+      ]),
+    );
+  }
+
+  function toResult(
+    document: CollapsedDocument,
+    details: Map<number, ChunkDetail>,
+    parts: Map<string, ScoreParts>,
+  ): SearchResult | null {
     const best = details.get(document.best.chunkId);
     // A chunk deleted between ranking and reading (a concurrent reindex swap) is skipped.
     if (!best) return null;
@@ -534,6 +563,7 @@ export function createRetrievalService(deps: RetrievalDependencies) {
         source: { id: best.source_id, name: best.source_name },
       },
       score: document.score,
+      scores: parts.get(document.documentId) ?? { keyword: null, vector: null },
       chunk: { id: best.id, text: best.text, heading_path: best.heading_path, position: best.position },
       highlights: document.highlights.flatMap((chunk) => {
         const detail = details.get(chunk.chunkId);
@@ -717,11 +747,11 @@ export function createRetrievalService(deps: RetrievalDependencies) {
       if (found.documents.some((document) => !found.details.has(document.best.chunkId))) {
         found = await rankAndRead(caller, input, signal);
       }
-      const { mode, exact, documents, details } = found;
+      const { mode, exact, documents, details, parts } = found;
       const minScore = input.min_score;
       const results = documents
         .filter((document) => minScore === undefined || document.score >= minScore)
-        .flatMap((document) => toResult(document, details) ?? []);
+        .flatMap((document) => toResult(document, details, parts) ?? []);
       stats.record(caller.workspaceId, mode, results.length, results.length > 0);
       return { results, mode, exact, took_ms: Math.round((performance.now() - started) * 10) / 10 };
     },

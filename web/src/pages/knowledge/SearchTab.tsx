@@ -15,31 +15,8 @@ interface SearchInput {
 
 const search = (body: SearchInput) => unwrap(api.POST('/api/documents/search', { body }));
 
-/**
- * The search as the API ranks it, with each hit's score parts: a hybrid search fuses a keyword
- * arm (BM25) and a vector arm (cosine similarity) by rank, and its answer gives the fused score
- * only, so each arm is also asked on its own (the query's embedding is cached by the service).
- */
-async function searchWithParts(body: SearchInput) {
-  const answer = await search(body);
-  const parts = new Map<string, { keyword?: number; vector?: number }>();
-  const part = (id: string) => parts.get(id) ?? parts.set(id, {}).get(id) ?? {};
-  if (answer.mode === 'keyword') for (const hit of answer.results) part(hit.document.id).keyword = hit.score;
-  else if (answer.mode === 'vector')
-    for (const hit of answer.results) part(hit.document.id).vector = hit.score;
-  else {
-    const depth = Math.min(100, Math.max(body.top_k * 3, 20));
-    const [keyword, vector] = await Promise.all([
-      search({ ...body, mode: 'keyword', top_k: depth }).catch(() => undefined),
-      search({ ...body, mode: 'vector', top_k: depth }).catch(() => undefined),
-    ]);
-    for (const hit of keyword?.results ?? []) part(hit.document.id).keyword = hit.score;
-    for (const hit of vector?.results ?? []) part(hit.document.id).vector = hit.score;
-  }
-  return { ...answer, parts };
-}
-
-const score = (value: number | undefined, digits = 3) => (value === undefined ? '—' : value.toFixed(digits));
+/** A score with `digits` decimals; — when the arm did not find the document or did not run. */
+const score = (value: number | null, digits = 3) => (value === null ? '—' : value.toFixed(digits));
 
 /** Searching the workspace's documents: each hit's passage, score parts, source and tags. */
 export function SearchTab() {
@@ -58,7 +35,7 @@ export function SearchTab() {
         .split(',')
         .map((tag) => tag.trim())
         .filter(Boolean);
-      return searchWithParts({
+      return search({
         query,
         top_k: topK,
         ...(mode ? { mode } : {}),
@@ -156,45 +133,42 @@ export function SearchTab() {
           </p>
           {answer.results.length === 0 && <Empty>Nothing matches. Try other words or fewer filters.</Empty>}
           <ol className="stack search-results" aria-label="Search results">
-            {answer.results.map((hit) => {
-              const parts = answer.parts.get(hit.document.id) ?? {};
-              return (
-                <li key={hit.document.id} className="card">
-                  <article aria-labelledby={`hit-${hit.document.id}`}>
-                    <h3 id={`hit-${hit.document.id}`}>{hit.document.title}</h3>
-                    <div className="muted small">
-                      {hit.document.source.name} · {hit.document.filename}
-                      {hit.document.tags.length > 0 ? ` · tags: ${hit.document.tags.join(', ')}` : ''}
-                    </div>
-                    <dl className="facts scores">
-                      <dt>Score ({answer.mode})</dt>
-                      <dd>{score(hit.score, 4)}</dd>
-                      <dt>Keyword (BM25)</dt>
-                      <dd>{score(parts.keyword)}</dd>
-                      <dt>Vector (cosine)</dt>
-                      <dd>{score(parts.vector)}</dd>
-                    </dl>
-                    {hit.chunk.heading_path.length > 0 && (
-                      <div className="muted small">{hit.chunk.heading_path.join(' › ')}</div>
-                    )}
-                    <blockquote>{hit.chunk.text}</blockquote>
-                    {hit.highlights.length > 0 && (
-                      <details>
-                        <summary>{hit.highlights.length} more passage(s)</summary>
-                        {hit.highlights.map((highlight) => (
-                          <blockquote key={highlight.chunk_id}>
-                            {highlight.heading_path.length > 0 && (
-                              <div className="muted small">{highlight.heading_path.join(' › ')}</div>
-                            )}
-                            {highlight.text} <span className="muted">({score(highlight.score)})</span>
-                          </blockquote>
-                        ))}
-                      </details>
-                    )}
-                  </article>
-                </li>
-              );
-            })}
+            {answer.results.map((hit) => (
+              <li key={hit.document.id} className="card">
+                <article aria-labelledby={`hit-${hit.document.id}`}>
+                  <h3 id={`hit-${hit.document.id}`}>{hit.document.title}</h3>
+                  <div className="muted small">
+                    {hit.document.source.name} · {hit.document.filename}
+                    {hit.document.tags.length > 0 ? ` · tags: ${hit.document.tags.join(', ')}` : ''}
+                  </div>
+                  <dl className="facts scores">
+                    <dt>Score ({answer.mode})</dt>
+                    <dd>{score(hit.score, 4)}</dd>
+                    <dt>Keyword (BM25)</dt>
+                    <dd>{score(hit.scores.keyword)}</dd>
+                    <dt>Vector (cosine)</dt>
+                    <dd>{score(hit.scores.vector)}</dd>
+                  </dl>
+                  {hit.chunk.heading_path.length > 0 && (
+                    <div className="muted small">{hit.chunk.heading_path.join(' › ')}</div>
+                  )}
+                  <blockquote>{hit.chunk.text}</blockquote>
+                  {hit.highlights.length > 0 && (
+                    <details>
+                      <summary>{hit.highlights.length} more passage(s)</summary>
+                      {hit.highlights.map((highlight) => (
+                        <blockquote key={highlight.chunk_id}>
+                          {highlight.heading_path.length > 0 && (
+                            <div className="muted small">{highlight.heading_path.join(' › ')}</div>
+                          )}
+                          {highlight.text} <span className="muted">({score(highlight.score)})</span>
+                        </blockquote>
+                      ))}
+                    </details>
+                  )}
+                </article>
+              </li>
+            ))}
           </ol>
         </>
       )}
