@@ -45,7 +45,10 @@ beforeAll(async () => {
   bob = await t.newWorkspace('policy-list-bob');
 
   await put(alice, 'billing-triage', body('Routes billing questions'));
-  await put(alice, 'billing-triage', { ...body('Routes billing and refund questions', 'v2'), labels: ['production'] });
+  await put(alice, 'billing-triage', {
+    ...body('Routes billing and refund questions', 'v2'),
+    labels: ['production'],
+  });
   await put(alice, 'onboarding', body());
   await put(alice, 'escalation', body('Hands angry customers to a human'));
   await put(alice, 'escalation', body('Hands angry customers to a human', 'v2'));
@@ -70,7 +73,11 @@ describe('GET /api/policy', () => {
       experiment_running: false,
     });
     expect(byId.get('escalation')).toMatchObject({ latest_version: 2, labels: { latest: 2 } });
-    expect(byId.get('onboarding')).toMatchObject({ description: null, latest_version: 1, labels: { latest: 1 } });
+    expect(byId.get('onboarding')).toMatchObject({
+      description: null,
+      latest_version: 1,
+      labels: { latest: 1 },
+    });
     for (const item of page.items) expect(Date.parse(item.updated_at)).not.toBeNaN();
     // Most recently changed first: escalation's second version was the last write.
     expect(page.items[0]?.policy_id).toBe('escalation');

@@ -62,7 +62,9 @@ export function createPoliciesRepository(db: Db) {
           policy_id: policyVersions.policy_id,
           description,
           latest_version: policyVersions.version,
-          labels: sql<Record<string, number>>`coalesce((select jsonb_object_agg(l.label, l.version) ${labelsOf}), '{}'::jsonb)`,
+          labels: sql<
+            Record<string, number>
+          >`coalesce((select jsonb_object_agg(l.label, l.version) ${labelsOf}), '{}'::jsonb)`,
           updated_at: updatedAt.mapWith((value: Date | string) => new Date(value)),
           experiment_running: sql<boolean>`exists (select 1 from ${policyExperiments} e
             where e.workspace_id = ${policyVersions.workspace_id} and e.status = 'running'
