@@ -12,7 +12,8 @@ import { buildMember } from '../helpers/factories.ts';
 import type { TestApp } from '../helpers/test-app.ts';
 
 /**
- * The Policies pages in Chromium: a policy opened by id and created, a second version written,
+ * The Policies pages in Chromium: the workspace's list (searched, read-only for a member), a
+ * policy opened by id and created, a second version written,
  * the two compared side by side, the shown version assembled with variables and context, and an
  * A/B test between the two versions set up, read and stopped.
  */
@@ -65,7 +66,9 @@ describe('policies', () => {
     await signIn(page);
     await navigate(page, 'Policies');
     await expect.poll(() => page.getByRole('heading', { level: 1, name: 'Policies' }).isVisible()).toBe(true);
-    await expect.poll(() => page.getByText('No policy opened yet in this tab.').isVisible()).toBe(true);
+    await expect
+      .poll(() => page.getByText('No policies yet. Create one by its id above.').isVisible())
+      .toBe(true);
     await expectAccessible(page);
 
     await page.getByLabel('Policy id', { exact: true }).fill('support-triage');
@@ -162,14 +165,33 @@ describe('policies', () => {
     const concluded = (await t.call(t.owner, 'GET', '/api/policy/support-triage')).json();
     expect(concluded).toMatchObject({ version: 2, labels: { production: 2, latest: 2 } });
 
-    // Older versions are one press away, and the policy is remembered in this tab (opened at production).
+    // Older versions are one press away, and the policy is in the workspace's list (opened at production).
     await page.getByRole('button', { name: 'Show version 1' }).click();
     await expect
       .poll(() =>
         page.getByRole('heading', { level: 1, name: 'Policy support-triage version 1' }).isVisible(),
       )
       .toBe(true);
+    // A policy written elsewhere is listed too; the search narrows the list by id or description.
+    const escalation = await t.call(t.owner, 'PUT', '/api/policy/escalation', {
+      description: 'hands angry customers to a human',
+      sections: [{ name: 'rules', kind: 'rules', text: 'Escalate politely.' }],
+    });
+    expect(escalation.statusCode, escalation.body).toBe(201);
     await navigate(page, 'Policies');
+    const listed = page.getByRole('table', { name: 'Policies' });
+    await expect.poll(() => listed.getByRole('row').count()).toBe(3);
+    const row = listed.getByRole('row').filter({ hasText: 'support-triage' });
+    expect(await row.textContent()).toContain('production → v2, latest → v2');
+    expect(await row.textContent()).toContain('none running');
+    await page.getByLabel('Search policies', { exact: true }).fill('ANGRY');
+    await expect.poll(() => listed.getByRole('row').count()).toBe(2);
+    expect(await page.getByRole('link', { name: 'escalation', exact: true }).isVisible()).toBe(true);
+    expect(await page.getByRole('link', { name: 'support-triage', exact: true }).count()).toBe(0);
+    await page.getByLabel('Search policies', { exact: true }).fill('');
+    await expect.poll(() => listed.getByRole('row').count()).toBe(3);
+    await expectAccessible(page);
+    await shot(page, 'policies-list-light');
     await page.getByRole('link', { name: 'support-triage', exact: true }).click();
     await expect
       .poll(() =>
@@ -184,9 +206,19 @@ describe('policies', () => {
     const memberContext = await harness.context({ width: 390 });
     const memberPage = await memberContext.newPage();
     // (signIn's token path finds 'Access token' inexactly, which also names its form.)
-    await memberPage.goto('/policies/support-triage');
+    await memberPage.goto('/policies');
     await memberPage.getByLabel('Access token', { exact: true }).fill(member.token);
     await memberPage.getByRole('button', { name: 'Sign in with token' }).click();
+    // The list, read-only: no id to open a new policy with.
+    await expect
+      .poll(() => memberPage.getByText('Read-only: writing policies needs the admin role.').isVisible())
+      .toBe(true);
+    await expect
+      .poll(() => memberPage.getByRole('table', { name: 'Policies' }).getByRole('row').count())
+      .toBe(3);
+    expect(await memberPage.getByLabel('Policy id', { exact: true }).count()).toBe(0);
+    expect(await tooWide(memberPage)).toEqual([]);
+    await memberPage.getByRole('link', { name: 'support-triage', exact: true }).click();
     await expect
       .poll(() =>
         memberPage.getByRole('heading', { level: 1, name: 'Policy support-triage version 2' }).isVisible(),

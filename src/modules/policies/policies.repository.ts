@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import { likePattern, type PageRequest, paginate, totalCount } from '../../db/queries.ts';
 import {
   type PolicyArmRef,
   policyExperiments,
@@ -14,6 +15,11 @@ export type ExperimentRow = typeof policyExperiments.$inferSelect;
 export type ExperimentWrite = Omit<ExperimentRow, 'id' | 'workspace_id' | 'created_at' | 'updated_at'>;
 export type { PolicyArmRef };
 
+/** What the list of policies asks for: a page and an optional search. */
+export interface PolicyFilter extends PageRequest {
+  q?: string;
+}
+
 /** Data access for policies, their labels, experiments and exposures. */
 export function createPoliciesRepository(db: Db) {
   return {
@@ -28,6 +34,55 @@ export function createPoliciesRepository(db: Db) {
         .from(policyVersions)
         .where(and(eq(policyVersions.workspace_id, workspaceId), eq(policyVersions.policy_id, policyId)));
       return row?.version ?? undefined;
+    },
+
+    /**
+     * The workspace's policies, one row each (its latest version), most recently changed first:
+     * the latest version's description, every label, when a version or a label last changed, and
+     * whether a running A/B test has the policy as one of its arms. `q` matches the id or the
+     * latest version's description, case-insensitive.
+     */
+    async list(workspaceId: string, filter: PolicyFilter) {
+      const latest = sql`${policyVersions.version} = (select max(v2.version) from ${policyVersions} v2
+        where v2.workspace_id = ${policyVersions.workspace_id} and v2.policy_id = ${policyVersions.policy_id})`;
+      const description = sql<string | null>`${policyVersions.content}->>'description'`;
+      const pattern = filter.q ? likePattern(filter.q) : undefined;
+      const where = and(
+        eq(policyVersions.workspace_id, workspaceId),
+        latest,
+        pattern
+          ? sql`(${policyVersions.policy_id} ilike ${pattern} or ${description} ilike ${pattern})`
+          : undefined,
+      );
+      const labelsOf = sql`from ${policyLabels} l
+        where l.workspace_id = ${policyVersions.workspace_id} and l.policy_id = ${policyVersions.policy_id}`;
+      const updatedAt = sql<Date>`greatest(${policyVersions.created_at}, (select max(l.updated_at) ${labelsOf}))`;
+      const rows = await db
+        .select({
+          policy_id: policyVersions.policy_id,
+          description,
+          latest_version: policyVersions.version,
+          labels: sql<
+            Record<string, number>
+          >`coalesce((select jsonb_object_agg(l.label, l.version) ${labelsOf}), '{}'::jsonb)`,
+          updated_at: updatedAt.mapWith((value: Date | string) => new Date(value)),
+          experiment_running: sql<boolean>`exists (select 1 from ${policyExperiments} e
+            where e.workspace_id = ${policyVersions.workspace_id} and e.status = 'running'
+              and (e.policy_a = ${policyVersions.policy_id} or e.policy_b = ${policyVersions.policy_id}))`,
+          total: totalCount(),
+        })
+        .from(policyVersions)
+        .where(where)
+        .orderBy(desc(updatedAt), asc(policyVersions.policy_id))
+        .limit(filter.limit)
+        .offset(filter.offset);
+      return paginate(filter, rows, async () => {
+        const [row] = await db
+          .select({ value: sql<number>`count(*)`.mapWith(Number) })
+          .from(policyVersions)
+          .where(where);
+        return row?.value ?? 0;
+      });
     },
 
     async getVersion(workspaceId: string, policyId: string, version: number) {

@@ -7,8 +7,10 @@ import {
   ExperimentSchema,
   GetExperimentQuery,
   GetPolicyQuery,
+  ListPoliciesQuery,
   PolicyParams,
   PolicySchema,
+  PolicySummaryPage,
   PutPolicyBody,
   PutPolicyHeaders,
   SetExperimentBody,
@@ -22,6 +24,22 @@ export const policiesRoutes: FastifyPluginAsyncTypebox<{ policies: PoliciesServi
   app,
   { policies },
 ) => {
+  app.get(
+    '/policy',
+    {
+      schema: {
+        operationId: 'listPolicies',
+        tags,
+        summary: 'List policies',
+        description:
+          'The current workspace’s policies, most recently changed first (a new version or a moved label): each with its latest version number, that version’s description, every label and the version it points at, when it last changed, and whether a running A/B test has it as an arm. `q` matches the policy id or the description, case-insensitive. Another workspace’s policies are never listed.',
+        querystring: ListPoliciesQuery,
+        response: { 200: Json('A page of policies', PolicySummaryPage) },
+      },
+    },
+    async (request) => policies.list(request.caller, request.query),
+  );
+
   // Static routes first in the docs; the router prefers them to /policy/{policy_id} anyway.
   app.post(
     '/policy/abtest/set',

@@ -5,6 +5,7 @@ import {
   PolicyContentSchema,
   PolicyModelSchema,
 } from '../../db/schema/policies.ts';
+import { Page, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { StringEnum } from '../../lib/typebox.ts';
 
 /** A policy id: a workspace-scoped slug (`support-triage`). `abtest` is reserved for the routes. */
@@ -95,6 +96,40 @@ export const PolicySchema = Type.Object(
   },
   { $id: 'Policy' },
 );
+
+export const ListPoliciesQuery = Type.Object(
+  {
+    q: Type.Optional(
+      Type.String({
+        maxLength: 255,
+        description: 'case-insensitive match on the policy id and the latest version’s description',
+      }),
+    ),
+    ...PageQuery,
+  },
+  { additionalProperties: false },
+);
+
+/** A policy in the workspace's list: its latest version, labels and whether an A/B test runs. */
+export const PolicySummarySchema = Type.Object(
+  {
+    policy_id: Type.String(),
+    description: Type.Union([Type.String(), Type.Null()], {
+      description: 'the latest version’s description, null when it has none',
+    }),
+    latest_version: Type.Integer({ description: 'the newest version number' }),
+    labels: Type.Record(Type.String(), Type.Integer(), {
+      description: 'every label and the version it points at',
+    }),
+    updated_at: Timestamp({ description: 'when a version was written or a label moved last' }),
+    experiment_running: Type.Boolean({
+      description: 'whether a running A/B test has this policy as one of its arms',
+    }),
+  },
+  { $id: 'PolicySummary' },
+);
+
+export const PolicySummaryPage = Page(PolicySummarySchema);
 
 export const AssembleBody = Type.Object(
   {

@@ -28,6 +28,7 @@ import {
   type ExperimentRow,
   type PoliciesRepository,
   type PolicyArmRef,
+  type PolicyFilter,
   type PolicyVersionRow,
 } from './policies.repository.ts';
 
@@ -362,6 +363,11 @@ export function createPoliciesService(deps: PoliciesDependencies) {
   }
 
   return {
+    /** The caller's workspace's policies, most recently changed first (`q`: id or description). */
+    list(caller: Pick<Caller, 'workspaceId'>, filter: PolicyFilter) {
+      return repo.list(caller.workspaceId, filter);
+    },
+
     /**
      * A policy at a label or a version (production, else latest, when neither), with every
      * label and the version list. `tenant_id` only narrows: another tenant's is not found.

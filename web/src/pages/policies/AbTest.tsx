@@ -251,8 +251,11 @@ function ExperimentForm({
           },
         }),
       ),
-    onSuccess: () =>
-      void queryClient.invalidateQueries({ queryKey: ['abtest', policy.policy_id, treatmentId] }),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ['abtest', policy.policy_id, treatmentId] });
+      // The list shows which policies have a running test; choosing a winner moves a label.
+      void queryClient.invalidateQueries({ queryKey: ['policies'] });
+    },
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();

@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useEffect, useId, useState } from 'react';
+import { type FormEvent, useId, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, unwrap } from '../../api/client.ts';
 import { useWorkspace } from '../../app/workspace.tsx';
@@ -9,7 +9,6 @@ import { isNotFound, Loading, ProblemAlert } from '../../ui/states.tsx';
 import { AbTest } from './AbTest.tsx';
 import { AssemblePreview } from './AssemblePreview.tsx';
 import { type PolicyContent, usePolicy } from './policy-query.ts';
-import { rememberPolicy } from './recent.ts';
 import { VersionDiff } from './VersionDiff.tsx';
 
 const STARTER: PolicyContent = {
@@ -24,13 +23,10 @@ const STARTER: PolicyContent = {
 /** `/policies/:id`: a version, its labels and history, a new version, a diff, the assembly, the A/B test. */
 export default function PolicyPage() {
   const { id = '' } = useParams();
-  const { workspace, can } = useWorkspace();
+  const { can } = useWorkspace();
   const [search, setSearch] = useSearchParams();
   const version = Number(search.get('version')) || undefined;
   const policy = usePolicy(id, version);
-  useEffect(() => {
-    if (policy.data) rememberPolicy(workspace.id, id);
-  }, [policy.data, workspace.id, id]);
 
   if (policy.isPending) return <Loading what="the policy" />;
   if (isNotFound(policy.error) && !version) {
@@ -38,7 +34,7 @@ export default function PolicyPage() {
       <>
         <h1>Policy {id}</h1>
         <p>
-          No policy <code>{id}</code> in this workspace yet. <Link to="/policies">Open another</Link>
+          No policy <code>{id}</code> in this workspace yet. <Link to="/policies">All policies</Link>
         </p>
         {can('admin') ? (
           <PolicyEditor id={id} content={STARTER} />
@@ -152,6 +148,7 @@ function PolicyEditor({ id, content, latest }: { id: string; content: PolicyCont
     onSuccess: (saved) => {
       queryClient.setQueryData(['policy', id, saved.version], saved);
       void queryClient.invalidateQueries({ queryKey: ['policy', id] });
+      void queryClient.invalidateQueries({ queryKey: ['policies'] });
       // The new version is shown (production may still point at an older one).
       setSearch(new URLSearchParams({ version: String(saved.version) }));
     },
