@@ -7,6 +7,7 @@ import { type ActivityEvent, useActivityFeed } from '../../lib/activity.ts';
 import { useListParams } from '../../lib/list-params.ts';
 import { Badge } from '../../ui/Badge.tsx';
 import { formatTime } from '../../ui/format.ts';
+import { FilterSelect, SearchFilter } from '../../ui/ListFilters.tsx';
 import { Pager } from '../../ui/Pager.tsx';
 import { Empty, Loading, ProblemAlert } from '../../ui/states.tsx';
 
@@ -54,29 +55,17 @@ export default function AgentList() {
         )}
       </div>
       <div className="row">
-        <div className="field">
-          <label htmlFor="agent-search">Search agents</label>
-          <input
-            id="agent-search"
-            type="search"
-            defaultValue={list.q}
-            onChange={(event) => list.setQ(event.target.value)}
-            placeholder="Name or description"
-          />
-        </div>
-        <div className="field">
-          <label htmlFor="agent-status">Status</label>
-          <select
-            id="agent-status"
-            value={status}
-            onChange={(event) => list.setFilter('status', event.target.value)}
-          >
-            <option value="">Any</option>
-            {STATUSES.map((value) => (
-              <option key={value}>{value}</option>
-            ))}
-          </select>
-        </div>
+        <SearchFilter
+          label="Search agents"
+          value={list.q}
+          onChange={list.setQ}
+          placeholder="Name or description"
+        />
+        <FilterSelect label="Status" value={status} onChange={(value) => list.setFilter('status', value)}>
+          {STATUSES.map((value) => (
+            <option key={value}>{value}</option>
+          ))}
+        </FilterSelect>
       </div>
       <ProblemAlert error={agents.error} />
       {agents.isPending && <Loading what="agents" />}

@@ -5,6 +5,7 @@ import { useWorkspace } from '../../app/workspace.tsx';
 import { useListParams } from '../../lib/list-params.ts';
 import { Badge } from '../../ui/Badge.tsx';
 import { formatTime } from '../../ui/format.ts';
+import { FilterSelect, SearchFilter } from '../../ui/ListFilters.tsx';
 import { Pager } from '../../ui/Pager.tsx';
 import { Empty, Loading, ProblemAlert } from '../../ui/states.tsx';
 import { byCategory, categoryLabel, useCredentialTypes } from './types.ts';
@@ -51,35 +52,23 @@ export default function CredentialList() {
         Secrets are encrypted in the vault and never shown again: tools and providers use them by reference.
       </p>
       <div className="row filters">
-        <div className="field">
-          <label htmlFor="credential-search">Search credentials</label>
-          <input
-            id="credential-search"
-            type="search"
-            defaultValue={list.q}
-            onChange={(event) => list.setQ(event.target.value)}
-            placeholder="Name or description"
-          />
-        </div>
-        <div className="field">
-          <label htmlFor="credential-type">Type</label>
-          <select
-            id="credential-type"
-            value={type}
-            onChange={(event) => list.setFilter('type', event.target.value)}
-          >
-            <option value="">Any</option>
-            {byCategory(types.data?.items ?? []).map(([category, items]) => (
-              <optgroup key={category} label={categoryLabel(category)}>
-                {items.map((item) => (
-                  <option key={item.id} value={item.id}>
-                    {item.display_name}
-                  </option>
-                ))}
-              </optgroup>
-            ))}
-          </select>
-        </div>
+        <SearchFilter
+          label="Search credentials"
+          value={list.q}
+          onChange={list.setQ}
+          placeholder="Name or description"
+        />
+        <FilterSelect label="Type" value={type} onChange={(value) => list.setFilter('type', value)}>
+          {byCategory(types.data?.items ?? []).map(([category, items]) => (
+            <optgroup key={category} label={categoryLabel(category)}>
+              {items.map((item) => (
+                <option key={item.id} value={item.id}>
+                  {item.display_name}
+                </option>
+              ))}
+            </optgroup>
+          ))}
+        </FilterSelect>
         <div className="field">
           <label htmlFor="credential-environment">Environment</label>
           <input
@@ -89,18 +78,10 @@ export default function CredentialList() {
             placeholder="production"
           />
         </div>
-        <div className="field">
-          <label htmlFor="credential-expired">Expiry</label>
-          <select
-            id="credential-expired"
-            value={expired}
-            onChange={(event) => list.setFilter('expired', event.target.value)}
-          >
-            <option value="">Any</option>
-            <option value="false">Not expired</option>
-            <option value="true">Expired</option>
-          </select>
-        </div>
+        <FilterSelect label="Expiry" value={expired} onChange={(value) => list.setFilter('expired', value)}>
+          <option value="false">Not expired</option>
+          <option value="true">Expired</option>
+        </FilterSelect>
       </div>
       <ProblemAlert error={credentials.error} />
       {credentials.isPending && <Loading what="credentials" />}

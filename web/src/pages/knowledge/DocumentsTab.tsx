@@ -6,6 +6,7 @@ import { useListParams } from '../../lib/list-params.ts';
 import { Badge } from '../../ui/Badge.tsx';
 import { ConfirmButton } from '../../ui/ConfirmButton.tsx';
 import { formatTime } from '../../ui/format.ts';
+import { FilterSelect, SearchFilter } from '../../ui/ListFilters.tsx';
 import { Pager } from '../../ui/Pager.tsx';
 import { Empty, Loading, ProblemAlert } from '../../ui/states.tsx';
 import { formatBytes, useKnowledgeActivity } from './live.ts';
@@ -204,44 +205,24 @@ export function DocumentsTab() {
         </p>
       )}
       <div className="row">
-        <div className="field">
-          <label htmlFor="document-search">Search documents</label>
-          <input
-            id="document-search"
-            type="search"
-            defaultValue={list.q}
-            onChange={(event) => list.setQ(event.target.value)}
-            placeholder="Title or file name"
-          />
-        </div>
-        <div className="field">
-          <label htmlFor="document-status">Status</label>
-          <select
-            id="document-status"
-            value={status}
-            onChange={(event) => list.setFilter('status', event.target.value)}
-          >
-            <option value="">Any</option>
-            {STATUSES.map((value) => (
-              <option key={value}>{value}</option>
-            ))}
-          </select>
-        </div>
-        <div className="field">
-          <label htmlFor="document-source">Source</label>
-          <select
-            id="document-source"
-            value={sourceId}
-            onChange={(event) => list.setFilter('source', event.target.value)}
-          >
-            <option value="">Any</option>
-            {sources.data?.items.map((source) => (
-              <option key={source.id} value={source.id}>
-                {source.name}
-              </option>
-            ))}
-          </select>
-        </div>
+        <SearchFilter
+          label="Search documents"
+          value={list.q}
+          onChange={list.setQ}
+          placeholder="Title or file name"
+        />
+        <FilterSelect label="Status" value={status} onChange={(value) => list.setFilter('status', value)}>
+          {STATUSES.map((value) => (
+            <option key={value}>{value}</option>
+          ))}
+        </FilterSelect>
+        <FilterSelect label="Source" value={sourceId} onChange={(value) => list.setFilter('source', value)}>
+          {sources.data?.items.map((source) => (
+            <option key={source.id} value={source.id}>
+              {source.name}
+            </option>
+          ))}
+        </FilterSelect>
       </div>
       <ProblemAlert error={remove.error} title="The document was not deleted" />
       <ProblemAlert error={documents.error} />

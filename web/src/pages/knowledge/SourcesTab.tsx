@@ -7,6 +7,7 @@ import { Badge } from '../../ui/Badge.tsx';
 import { ConfirmButton } from '../../ui/ConfirmButton.tsx';
 import { Field } from '../../ui/Field.tsx';
 import { formatTime } from '../../ui/format.ts';
+import { FilterSelect, SearchFilter } from '../../ui/ListFilters.tsx';
 import { Pager } from '../../ui/Pager.tsx';
 import { Empty, Loading, ProblemAlert } from '../../ui/states.tsx';
 import { useKnowledgeActivity } from './live.ts';
@@ -245,29 +246,12 @@ export function SourcesTab() {
       )}
       {creating && <CreateSource onDone={() => setCreating(false)} />}
       <div className="row">
-        <div className="field">
-          <label htmlFor="source-search">Search sources</label>
-          <input
-            id="source-search"
-            type="search"
-            defaultValue={list.q}
-            onChange={(event) => list.setQ(event.target.value)}
-            placeholder="Name"
-          />
-        </div>
-        <div className="field">
-          <label htmlFor="source-kind">Kind</label>
-          <select
-            id="source-kind"
-            value={kind}
-            onChange={(event) => list.setFilter('kind', event.target.value)}
-          >
-            <option value="">Any</option>
-            {KINDS.map((value) => (
-              <option key={value}>{value}</option>
-            ))}
-          </select>
-        </div>
+        <SearchFilter label="Search sources" value={list.q} onChange={list.setQ} placeholder="Name" />
+        <FilterSelect label="Kind" value={kind} onChange={(value) => list.setFilter('kind', value)}>
+          {KINDS.map((value) => (
+            <option key={value}>{value}</option>
+          ))}
+        </FilterSelect>
       </div>
       <ProblemAlert error={action.error} title="The source did not change" />
       <ProblemAlert error={sources.error} />

@@ -5,6 +5,7 @@ import { useWorkspace } from '../../app/workspace.tsx';
 import { useListParams } from '../../lib/list-params.ts';
 import { Badge } from '../../ui/Badge.tsx';
 import { formatCost, formatDuration, formatPercent } from '../../ui/format.ts';
+import { FilterSelect } from '../../ui/ListFilters.tsx';
 import { Pager } from '../../ui/Pager.tsx';
 import { Empty, Loading, ProblemAlert } from '../../ui/states.tsx';
 import { MineForm } from './MineForm.tsx';
@@ -53,34 +54,26 @@ export default function PlaybookList() {
       <section aria-labelledby="playbook-list">
         <h2 id="playbook-list">Mined playbooks</h2>
         <div className="row">
-          <div className="field">
-            <label htmlFor="playbook-band">Confidence</label>
-            <select
-              id="playbook-band"
-              value={band}
-              onChange={(event) => list.setFilter('confidence', event.target.value)}
-            >
-              <option value="">Any</option>
-              {BANDS.map((value) => (
-                <option key={value} value={value}>
-                  {BAND_WORDS[value]}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div className="field">
-            <label htmlFor="playbook-category">Category</label>
-            <select
-              id="playbook-category"
-              value={category}
-              onChange={(event) => list.setFilter('category', event.target.value)}
-            >
-              <option value="">Any</option>
-              {CATEGORIES.map((value) => (
-                <option key={value}>{value}</option>
-              ))}
-            </select>
-          </div>
+          <FilterSelect
+            label="Confidence"
+            value={band}
+            onChange={(value) => list.setFilter('confidence', value)}
+          >
+            {BANDS.map((value) => (
+              <option key={value} value={value}>
+                {BAND_WORDS[value]}
+              </option>
+            ))}
+          </FilterSelect>
+          <FilterSelect
+            label="Category"
+            value={category}
+            onChange={(value) => list.setFilter('category', value)}
+          >
+            {CATEGORIES.map((value) => (
+              <option key={value}>{value}</option>
+            ))}
+          </FilterSelect>
           <div className="field checkbox-field">
             <input
               id="playbook-archived"

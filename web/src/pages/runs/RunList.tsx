@@ -1,6 +1,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client.ts';
 import { useListParams } from '../../lib/list-params.ts';
+import { FilterSelect } from '../../ui/ListFilters.tsx';
 import { Pager } from '../../ui/Pager.tsx';
 import { Empty, Loading, ProblemAlert } from '../../ui/states.tsx';
 import { RunTable } from './RunTable.tsx';
@@ -42,49 +43,29 @@ export default function RunList() {
     <>
       <h1>Runs</h1>
       <div className="row">
-        <div className="field">
-          <label htmlFor="run-workflow">Workflow</label>
-          <select
-            id="run-workflow"
-            value={workflow_id}
-            onChange={(event) => list.setFilter('workflow_id', event.target.value)}
-          >
-            <option value="">Any</option>
-            {workflows.data?.items.map((workflow) => (
-              <option key={workflow.id} value={workflow.id}>
-                {workflow.name}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="field">
-          <label htmlFor="run-agent">Agent</label>
-          <select
-            id="run-agent"
-            value={agent_id}
-            onChange={(event) => list.setFilter('agent_id', event.target.value)}
-          >
-            <option value="">Any</option>
-            {agents.data?.items.map((agent) => (
-              <option key={agent.id} value={agent.id}>
-                {agent.name}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="field">
-          <label htmlFor="run-status">Status</label>
-          <select
-            id="run-status"
-            value={status}
-            onChange={(event) => list.setFilter('status', event.target.value)}
-          >
-            <option value="">Any</option>
-            {STATUSES.map((value) => (
-              <option key={value}>{value}</option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect
+          label="Workflow"
+          value={workflow_id}
+          onChange={(value) => list.setFilter('workflow_id', value)}
+        >
+          {workflows.data?.items.map((workflow) => (
+            <option key={workflow.id} value={workflow.id}>
+              {workflow.name}
+            </option>
+          ))}
+        </FilterSelect>
+        <FilterSelect label="Agent" value={agent_id} onChange={(value) => list.setFilter('agent_id', value)}>
+          {agents.data?.items.map((agent) => (
+            <option key={agent.id} value={agent.id}>
+              {agent.name}
+            </option>
+          ))}
+        </FilterSelect>
+        <FilterSelect label="Status" value={status} onChange={(value) => list.setFilter('status', value)}>
+          {STATUSES.map((value) => (
+            <option key={value}>{value}</option>
+          ))}
+        </FilterSelect>
       </div>
       <ProblemAlert error={runs.error} />
       {runs.isPending && <Loading what="runs" />}

@@ -5,6 +5,7 @@ import { useWorkspace } from '../../app/workspace.tsx';
 import { useListParams } from '../../lib/list-params.ts';
 import { Badge } from '../../ui/Badge.tsx';
 import { formatTime } from '../../ui/format.ts';
+import { SearchFilter } from '../../ui/ListFilters.tsx';
 import { Pager } from '../../ui/Pager.tsx';
 import { Empty, Loading, ProblemAlert } from '../../ui/states.tsx';
 
@@ -31,15 +32,7 @@ export default function WorkflowList() {
           </Link>
         )}
       </div>
-      <div className="field">
-        <label htmlFor="workflow-search">Search workflows</label>
-        <input
-          id="workflow-search"
-          type="search"
-          defaultValue={list.q}
-          onChange={(event) => list.setQ(event.target.value)}
-        />
-      </div>
+      <SearchFilter label="Search workflows" value={list.q} onChange={list.setQ} />
       <ProblemAlert error={workflows.error} />
       {workflows.isPending && <Loading what="workflows" />}
       {workflows.data && workflows.data.total === 0 && (
