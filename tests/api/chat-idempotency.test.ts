@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/api-client.ts';
 import { openEventStream } from '../helpers/event-stream.ts';
-import { buildAgent, buildCredential, buildMember } from '../helpers/factories.ts';
+import { buildAgent, buildMember, configureLoopbackModel } from '../helpers/factories.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
 import { createTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -23,26 +23,8 @@ let alice: Actor;
 let carol: Actor;
 let bob: Actor;
 
-async function configure(actor: Actor, overrides: Record<string, unknown> = {}) {
-  const credential = await buildCredential(t, actor, {
-    credential_type: 'openai_credentials',
-    data: { api_key: 'sk-idem-test' },
-  });
-  const response = await t.call(actor, 'PUT', '/api/settings/providers', {
-    providers: [
-      {
-        id: 'loop',
-        kind: 'openai_compatible',
-        base_url: llm.url,
-        credential_id: credential.id,
-        ...overrides,
-      },
-    ],
-    default_model: { provider: 'loop', name: 'chat-model' },
-    prices: [{ provider: 'loop', name: 'chat-model', input_per_million: 2, output_per_million: 10 }],
-  });
-  expect(response.statusCode, response.body).toBe(200);
-}
+const configure = (actor: Actor, provider: Record<string, unknown> = {}) =>
+  configureLoopbackModel(t, actor, llm.url, provider);
 
 const chat = (actor: Actor, body: Record<string, unknown>, key?: string) =>
   openEventStream(
@@ -53,16 +35,6 @@ const chat = (actor: Actor, body: Record<string, unknown>, key?: string) =>
 
 const history = async (actor: Actor, conversationId: string) =>
   (await t.call(actor, 'GET', `/api/chat/conversations/${conversationId}`)).json().messages;
-
-/** Polls until `check` passes (the stream's last write may land just after the client saw it). */
-async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, ms = 5_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (check(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 let keys = 0;
 /** A fresh key per test, so that tests do not share turns. */
@@ -322,10 +294,10 @@ describe('a keyed turn that failed', () => {
     const request = llm.modelRequests().at(-1);
     stream.close();
     await request?.closed;
-    await eventually(
-      () => history(alice, start?.data.conversation_id),
-      (messages) => messages[1]?.error?.startsWith('aborted') === true,
-    );
+    // The stream's last write may land just after the client saw it.
+    await expect
+      .poll(async () => (await history(alice, start?.data.conversation_id))[1]?.error, { timeout: 5_000 })
+      .toMatch(/^aborted/);
     const calls = llm.modelRequests().length;
 
     const replayed = await (await chat(alice, { message: 'Tell me a long story' }, key)).done;

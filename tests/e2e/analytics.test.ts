@@ -8,7 +8,7 @@ import {
   signIn,
   startConsole,
 } from '../helpers/console.ts';
-import { buildAgent, buildCredential, buildWorkflow } from '../helpers/factories.ts';
+import { buildAgent, buildWorkflow, configureLoopbackModel } from '../helpers/factories.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
 import type { TestApp } from '../helpers/test-app.ts';
 
@@ -39,16 +39,7 @@ beforeAll(async () => {
   t = harness.t;
   llm = await startOpenAiServer();
   llm.fallbackReply = { type: 'text', text: 'Done.', usage: { input_tokens: 1200, output_tokens: 300 } };
-  const key = await buildCredential(t, t.owner, {
-    credential_type: 'openai_credentials',
-    data: { api_key: 'sk-loopback' },
-  });
-  const configured = await t.call(t.owner, 'PUT', '/api/settings/providers', {
-    providers: [{ id: 'loop', kind: 'openai_compatible', base_url: llm.url, credential_id: key.id }],
-    default_model: { provider: 'loop', name: 'chat-model' },
-    prices: [{ provider: 'loop', name: 'chat-model', input_per_million: 2, output_per_million: 10 }],
-  });
-  expect(configured.statusCode, configured.body).toBe(200);
+  await configureLoopbackModel(t, t.owner, llm.url);
   const summarizer = await buildAgent(t, t.owner, { name: 'Summarizer', model: null });
   const checker = await buildAgent(t, t.owner, { name: 'Checker', model: null });
   const workflow = await buildWorkflow(t, t.owner, { name: 'Digest', agents: [summarizer.id, checker.id] });

@@ -8,7 +8,7 @@ import {
   signIn,
   startConsole,
 } from '../helpers/console.ts';
-import { buildAgent, buildCredential } from '../helpers/factories.ts';
+import { buildAgent, configureLoopbackModel } from '../helpers/factories.ts';
 import { settledDocument, upload } from '../helpers/knowledge.ts';
 import { type LlmServer, startOpenAiServer } from '../helpers/llm-servers.ts';
 
@@ -24,15 +24,7 @@ beforeAll(async () => {
   harness = await startConsole({ env: { VAULT_ALLOW_LOOPBACK: 'true' } });
   llm = await startOpenAiServer();
   const { t } = harness;
-  const credential = await buildCredential(t, t.owner, {
-    credential_type: 'openai_credentials',
-    data: { api_key: 'sk-console-chat' },
-  });
-  const response = await t.call(t.owner, 'PUT', '/api/settings/providers', {
-    providers: [{ id: 'loop', kind: 'openai_compatible', base_url: llm.url, credential_id: credential.id }],
-    default_model: { provider: 'loop', name: 'chat-model' },
-  });
-  expect(response.statusCode, response.body).toBe(200);
+  await configureLoopbackModel(t, t.owner, llm.url);
 });
 afterAll(async () => {
   await harness?.close();

@@ -203,3 +203,30 @@ export async function tenantFolder(t: TestApp, actor: Actor, sourcesRoot: string
   fs.mkdirSync(folder, { recursive: true });
   return folder;
 }
+
+/**
+ * Makes a loopback OpenAI-compatible server (`tests/helpers/llm-servers.ts`) the workspace's
+ * model provider `loop`, default model `chat-model`, priced 2 / 10 per million tokens, its key
+ * in the vault. The app needs `VAULT_ALLOW_LOOPBACK=true`. `provider` overrides the provider's
+ * fields (a `timeout_ms`, say).
+ */
+export async function configureLoopbackModel(
+  t: TestApp,
+  actor: Actor,
+  baseUrl: string,
+  provider: Record<string, unknown> = {},
+): Promise<void> {
+  const credential = await buildCredential(t, actor, {
+    credential_type: 'openai_credentials',
+    data: { api_key: 'sk-loopback-model' },
+  });
+  const response = await t.call(actor, 'PUT', '/api/settings/providers', {
+    providers: [
+      { id: 'loop', kind: 'openai_compatible', base_url: baseUrl, credential_id: credential.id, ...provider },
+    ],
+    default_model: { provider: 'loop', name: 'chat-model' },
+    prices: [{ provider: 'loop', name: 'chat-model', input_per_million: 2, output_per_million: 10 }],
+  });
+  if (response.statusCode !== 200)
+    throw new Error(`configureLoopbackModel: ${response.statusCode} ${response.body}`);
+}
